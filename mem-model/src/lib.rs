@@ -1,0 +1,61 @@
+//! mem-model: the memory system every requester in dae-sim talks to.
+//!
+//! Requests carry an id, address, size, direction, the requester's port and the tick they were
+//! issued; responses come back over links and latency is measured at the requester, end to end.
+//! This crate holds the functional memory image (the values that indices, offsets and tables
+//! really have; large read-only tables are procedural, see `sim_core::procedural`) and, for now,
+//! one timing model: [`SimpleMemory`], a single server with a fixed access latency and a
+//! bandwidth limit (service time = bytes / bandwidth, first come first served). Its two
+//! parameters come from the system preset; for an H100-class HBM3 system they are the 3.35 TB/s
+//! peak and a loaded latency in the 365-630 ns range measured on H100s (REFERENCE.md section 3).
+//! Caches and the bank-level HBM model replace it in later work without changing the request
+//! interface.
+
+pub mod image;
+pub mod request;
+pub mod simple;
+
+pub use image::{Backing, MemoryImage, Region, RegionId};
+pub use request::{MemRequest, MemResponse};
+pub use simple::{SimpleMemory, SimpleMemoryConfig};
+
+use thiserror::Error;
+
+/// Errors of the memory model.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MemError {
+    /// An access touched no region of the image.
+    #[error("address {addr:#x} ({bytes} B) is outside every memory region")]
+    Unmapped {
+        /// First byte accessed.
+        addr: u64,
+        /// Bytes accessed.
+        bytes: u64,
+    },
+    /// An element access was not aligned to the element size.
+    #[error("address {addr:#x} is not aligned to {align} B")]
+    Misaligned {
+        /// The address.
+        addr: u64,
+        /// Required alignment.
+        align: u64,
+    },
+    /// Two regions overlap.
+    #[error("region {new} [{base:#x}, +{size}) overlaps region {old}")]
+    Overlap {
+        /// The region being added.
+        new: String,
+        /// Its base.
+        base: u64,
+        /// Its size.
+        size: u64,
+        /// The region it collides with.
+        old: String,
+    },
+    /// A configuration value is impossible.
+    #[error("{what} must be above zero")]
+    Zero {
+        /// What was zero.
+        what: &'static str,
+    },
+}

@@ -1,0 +1,458 @@
+//! The event-driven engine: components, wake-ups and deterministic event order.
+//!
+//! Contract: a [`Component`] owns its state and is only ever run by the engine, through
+//! [`Component::wake`], when one of its own timers fires, when a message arrives on one of its
+//! input links, or when a full output link it was refused by frees a slot. An idle component
+//! schedules nothing and costs nothing. Events fire in (tick, priority, insertion sequence)
+//! order, so two runs of the same model are identical bit for bit.
+//!
+//! The engine is generic over the component type: a model made of one `enum` of component kinds
+//! gets static dispatch on the hot path; `Box<dyn Component<Msg = M>>` also works where
+//! flexibility matters more than a few nanoseconds per event.
+
+use crate::link::{LinkError, LinkId, LinkReport, LinkSpec, LinkState};
+use crate::stats::Stats;
+use crate::time::Tick;
+use crate::watchdog::{BlockedComponent, StallError, StallReport, WatchdogConfig};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use thiserror::Error;
+
+/// Index of a component in its engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ComponentId(pub(crate) u32);
+
+impl ComponentId {
+    /// The component's index in its engine (dense, from 0).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Order among events of the same tick: lower runs first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Priority(pub u8);
+
+impl Priority {
+    /// Message deliveries and freed-slot notices: before clocked work of the same tick.
+    pub const DELIVERY: Priority = Priority(64);
+    /// A component's own timers.
+    pub const DEFAULT: Priority = Priority(128);
+    /// Work that must see everything else of its tick (end-of-cycle bookkeeping).
+    pub const LATE: Priority = Priority(192);
+}
+
+/// Why a component is being run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Once, at tick 0, before anything else.
+    Start,
+    /// A timer the component scheduled, with the token it chose.
+    Timer(u64),
+    /// A message is ready on this input link.
+    Arrival(LinkId),
+    /// This output link, which refused a send, has a free slot.
+    Space(LinkId),
+}
+
+/// A simulated hardware block.
+pub trait Component {
+    /// The message type carried by the links of this model.
+    type Msg;
+    /// Hierarchical name (`dae.core0.au`), used in reports.
+    fn name(&self) -> &str;
+    /// Runs the component for one wake-up.
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, Self::Msg>);
+    /// Whether the component still holds unfinished work (the watchdog asks when nothing moves).
+    fn busy(&self) -> bool {
+        false
+    }
+    /// One line on what the component waits for, for watchdog reports.
+    fn status(&self) -> String {
+        String::new()
+    }
+}
+
+impl<M> Component for Box<dyn Component<Msg = M>> {
+    type Msg = M;
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
+        (**self).wake(why, ctx)
+    }
+    fn busy(&self) -> bool {
+        (**self).busy()
+    }
+    fn status(&self) -> String {
+        (**self).status()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    tick: Tick,
+    priority: Priority,
+    seq: u64,
+    target: ComponentId,
+    why: Wake,
+}
+
+impl Event {
+    #[inline]
+    fn key(&self) -> (Tick, Priority, u64) {
+        (self.tick, self.priority, self.seq)
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// Engine state that components reach through [`Ctx`]: time, the event queue, links, stats.
+pub struct Kernel<M> {
+    now: Tick,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Event>>,
+    links: Vec<LinkState<M>>,
+    stats: Stats,
+    events: u64,
+    last_progress: Tick,
+}
+
+impl<M> Kernel<M> {
+    #[inline]
+    fn push(&mut self, tick: Tick, priority: Priority, target: ComponentId, why: Wake) {
+        let seq = self.seq;
+        self.seq += 1;
+        self.queue.push(Reverse(Event { tick, priority, seq, target, why }));
+    }
+}
+
+/// What a component may do while it runs: read the time, schedule its own timers, send and
+/// receive on its links, update statistics, report progress.
+pub struct Ctx<'a, M> {
+    kernel: &'a mut Kernel<M>,
+    me: ComponentId,
+}
+
+impl<M> Ctx<'_, M> {
+    /// The current tick.
+    #[inline]
+    pub fn now(&self) -> Tick {
+        self.kernel.now
+    }
+
+    /// The running component's id.
+    #[inline]
+    pub fn me(&self) -> ComponentId {
+        self.me
+    }
+
+    /// Wakes this component with `Wake::Timer(token)` at `tick` (not before now).
+    #[inline]
+    pub fn schedule_at(&mut self, tick: Tick, priority: Priority, token: u64) {
+        let tick = tick.max(self.kernel.now);
+        self.kernel.push(tick, priority, self.me, Wake::Timer(token));
+    }
+
+    /// Wakes this component with `Wake::Timer(token)` after `delay` ticks.
+    #[inline]
+    pub fn schedule_in(&mut self, delay: Tick, token: u64) {
+        let tick = self.kernel.now.saturating_add(delay);
+        self.kernel.push(tick, Priority::DEFAULT, self.me, Wake::Timer(token));
+    }
+
+    /// Whether a send on `link` would be accepted now.
+    #[inline]
+    pub fn can_send(&self, link: LinkId) -> bool {
+        !self.kernel.links[link.index()].is_full()
+    }
+
+    /// Sends `msg` on `link`; it arrives after the link's latency. A full link refuses and gives
+    /// the message back; the sender is then woken with [`Wake::Space`] when a slot frees.
+    #[inline]
+    pub fn send(&mut self, link: LinkId, msg: M) -> Result<(), M> {
+        let now = self.kernel.now;
+        let l = &mut self.kernel.links[link.index()];
+        debug_assert_eq!(l.from, self.me, "{} sends on a link it does not own", l.name);
+        if l.is_full() {
+            l.sender_waiting = true;
+            l.refused += 1;
+            return Err(msg);
+        }
+        let arrival = now.saturating_add(l.latency);
+        l.fifo.push_back((arrival, msg));
+        l.sent += 1;
+        let to = l.to;
+        self.kernel.push(arrival, Priority::DELIVERY, to, Wake::Arrival(link));
+        Ok(())
+    }
+
+    /// Pops the oldest message that has arrived on input `link`, if any.
+    #[inline]
+    pub fn recv(&mut self, link: LinkId) -> Option<M> {
+        let now = self.kernel.now;
+        let l = &mut self.kernel.links[link.index()];
+        debug_assert_eq!(l.to, self.me, "{} receives on a link it does not own", l.name);
+        match l.fifo.front() {
+            Some((arrival, _)) if *arrival <= now => {}
+            _ => return None,
+        }
+        let (_, msg) = l.fifo.pop_front()?;
+        if l.sender_waiting {
+            l.sender_waiting = false;
+            let from = l.from;
+            self.kernel.push(now, Priority::DELIVERY, from, Wake::Space(link));
+        }
+        Some(msg)
+    }
+
+    /// The oldest arrived message on input `link`, without popping it.
+    #[inline]
+    pub fn peek(&self, link: LinkId) -> Option<&M> {
+        let l = &self.kernel.links[link.index()];
+        match l.fifo.front() {
+            Some((arrival, m)) if *arrival <= self.kernel.now => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Statistics registry (register names at construction; increment by id here).
+    #[inline]
+    pub fn stats(&mut self) -> &mut Stats {
+        &mut self.kernel.stats
+    }
+
+    /// Tells the watchdog that useful work completed (an instruction retired, a request served).
+    #[inline]
+    pub fn progress(&mut self) {
+        self.kernel.last_progress = self.kernel.now;
+    }
+}
+
+/// Errors from building or running an engine.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EngineError {
+    /// A link could not be built.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// A reserved component id was never filled in.
+    #[error("component slot {0} was reserved but never installed")]
+    Missing(u32),
+    /// A component id does not belong to this engine or is already filled.
+    #[error("component slot {0} does not exist or is already installed")]
+    BadSlot(u32),
+    /// The run stopped because nothing could move.
+    #[error(transparent)]
+    Stall(#[from] StallError),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Tick of the last event processed.
+    pub end_tick: Tick,
+    /// Events processed in this run.
+    pub events: u64,
+    /// Whether the run stopped at the time limit with events still pending.
+    pub hit_limit: bool,
+}
+
+/// The simulation engine: components, links and the event queue.
+pub struct Engine<C: Component> {
+    components: Vec<Option<C>>,
+    kernel: Kernel<C::Msg>,
+    watchdog: WatchdogConfig,
+    started: bool,
+}
+
+impl<C: Component> Default for Engine<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: Component> Engine<C> {
+    /// An empty engine at tick 0.
+    pub fn new() -> Self {
+        Self {
+            components: Vec::new(),
+            kernel: Kernel {
+                now: 0,
+                seq: 0,
+                queue: BinaryHeap::new(),
+                links: Vec::new(),
+                stats: Stats::new(),
+                events: 0,
+                last_progress: 0,
+            },
+            watchdog: WatchdogConfig::default(),
+            started: false,
+        }
+    }
+
+    /// Replaces the watchdog settings.
+    pub fn set_watchdog(&mut self, cfg: WatchdogConfig) {
+        self.watchdog = cfg;
+    }
+
+    /// Adds a component and returns its id.
+    pub fn add(&mut self, c: C) -> ComponentId {
+        self.components.push(Some(c));
+        ComponentId(self.components.len() as u32 - 1)
+    }
+
+    /// Reserves an id for a component built later (so links to it can be made first).
+    pub fn reserve(&mut self) -> ComponentId {
+        self.components.push(None);
+        ComponentId(self.components.len() as u32 - 1)
+    }
+
+    /// Fills a reserved slot.
+    pub fn install(&mut self, id: ComponentId, c: C) -> Result<(), EngineError> {
+        match self.components.get_mut(id.index()) {
+            Some(slot @ None) => {
+                *slot = Some(c);
+                Ok(())
+            }
+            _ => Err(EngineError::BadSlot(id.0)),
+        }
+    }
+
+    /// Connects `from` to `to` with a new link.
+    pub fn connect(
+        &mut self,
+        from: ComponentId,
+        to: ComponentId,
+        spec: LinkSpec,
+    ) -> Result<LinkId, EngineError> {
+        for end in [from, to] {
+            if end.index() >= self.components.len() {
+                return Err(LinkError::UnknownEndpoint { name: spec.name, endpoint: end.0 }.into());
+            }
+        }
+        self.kernel.links.push(LinkState::new(spec, from, to)?);
+        Ok(LinkId(self.kernel.links.len() as u32 - 1))
+    }
+
+    /// The statistics registry (register stat names here while building the model).
+    pub fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.kernel.stats
+    }
+
+    /// The statistics registry.
+    pub fn stats(&self) -> &Stats {
+        &self.kernel.stats
+    }
+
+    /// The current tick.
+    pub fn now(&self) -> Tick {
+        self.kernel.now
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.kernel.events
+    }
+
+    /// A component, for reading its results after a run.
+    pub fn component(&self, id: ComponentId) -> Option<&C> {
+        self.components.get(id.index()).and_then(Option::as_ref)
+    }
+
+    /// Snapshots of every link.
+    pub fn link_reports(&self) -> Vec<LinkReport> {
+        self.kernel.links.iter().map(|l| self.link_report(l)).collect()
+    }
+
+    fn link_report(&self, l: &LinkState<C::Msg>) -> LinkReport {
+        let name_of = |id: ComponentId| {
+            self.component(id).map_or_else(|| format!("<slot {}>", id.0), |c| c.name().to_string())
+        };
+        LinkReport {
+            name: l.name.clone(),
+            from: name_of(l.from),
+            to: name_of(l.to),
+            occupancy: l.fifo.len(),
+            capacity: l.capacity,
+            sender_waiting: l.sender_waiting,
+            sent: l.sent,
+            refused: l.refused,
+        }
+    }
+
+    fn stall_report(&self) -> StallReport {
+        let blocked = self
+            .components
+            .iter()
+            .flatten()
+            .filter(|c| c.busy())
+            .map(|c| BlockedComponent { name: c.name().to_string(), status: c.status() })
+            .collect();
+        let mut links: Vec<LinkReport> =
+            self.kernel.links.iter().filter(|l| !l.fifo.is_empty()).map(|l| self.link_report(l)).collect();
+        links.sort_by_key(|l| (l.occupancy < l.capacity as usize, l.name.clone()));
+        StallReport { tick: self.kernel.now, blocked, links }
+    }
+
+    /// Runs until no event is pending (or the next event lies beyond `until`). Returns an error
+    /// naming the blocked components and links when the model deadlocks or livelocks.
+    pub fn run(&mut self, until: Option<Tick>) -> Result<RunSummary, EngineError> {
+        if !self.started {
+            if let Some(i) = self.components.iter().position(Option::is_none) {
+                return Err(EngineError::Missing(i as u32));
+            }
+            for i in 0..self.components.len() {
+                self.kernel.push(0, Priority(0), ComponentId(i as u32), Wake::Start);
+            }
+            self.started = true;
+        }
+        let first = self.kernel.events;
+        let limit = until.unwrap_or(Tick::MAX);
+        while let Some(Reverse(ev)) = self.kernel.queue.peek().copied() {
+            if ev.tick > limit {
+                return Ok(RunSummary {
+                    end_tick: self.kernel.now,
+                    events: self.kernel.events - first,
+                    hit_limit: true,
+                });
+            }
+            self.kernel.queue.pop();
+            self.kernel.now = ev.tick;
+            self.kernel.events += 1;
+            if let Some(c) = self.components[ev.target.index()].as_mut() {
+                let mut ctx = Ctx { kernel: &mut self.kernel, me: ev.target };
+                c.wake(ev.why, &mut ctx);
+            }
+            if let Some(window) = self.watchdog.livelock_window
+                && self.kernel.now.saturating_sub(self.kernel.last_progress) > window
+            {
+                if self.components.iter().flatten().any(|c| c.busy()) {
+                    return Err(StallError::Livelock { window, report: self.stall_report() }.into());
+                }
+                // Nobody holds work: events without progress are legitimate (idle clocks).
+                self.kernel.last_progress = self.kernel.now;
+            }
+        }
+        let stuck = self.components.iter().flatten().any(|c| c.busy())
+            || self.kernel.links.iter().any(|l| !l.fifo.is_empty());
+        if stuck {
+            return Err(StallError::Deadlock(self.stall_report()).into());
+        }
+        Ok(RunSummary { end_tick: self.kernel.now, events: self.kernel.events - first, hit_limit: false })
+    }
+}

@@ -1,0 +1,127 @@
+//! Bounded latency links: the only way components talk.
+//!
+//! A link is a FIFO from one component to another with a fixed latency of at least one cycle of
+//! its clock and a capacity in messages. A message occupies the link from the tick it is sent
+//! until the receiver pops it, so a receiver that stops popping back-pressures its sender: a send
+//! into a full link is refused and the sender is woken (with [`crate::Wake::Space`]) as soon as
+//! the receiver frees a slot. Latency is constant, so messages arrive in the order they were
+//! sent. The link's latency is also the lookahead a parallel engine would use (as in DAM and SST).
+
+use crate::engine::ComponentId;
+use crate::time::{Clock, Tick};
+use std::collections::VecDeque;
+use thiserror::Error;
+
+/// Index of a link in its engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LinkId(pub(crate) u32);
+
+impl LinkId {
+    /// The link's index in its engine (dense, from 0).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// How to build a link: its name, clock, latency and capacity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkSpec {
+    /// Hierarchical name used in reports (`dae.core0.to_mem`).
+    pub name: String,
+    /// Clock domain the latency is counted in.
+    pub clock: Clock,
+    /// Latency in cycles of `clock`; at least 1.
+    pub latency_cycles: u64,
+    /// Messages the link holds (in flight plus waiting to be popped); at least 1.
+    pub capacity: u32,
+}
+
+/// Why a link could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LinkError {
+    /// Zero-latency links would let components see each other's state in the same tick.
+    #[error("link {name}: latency must be at least 1 cycle")]
+    ZeroLatency {
+        /// The link's name.
+        name: String,
+    },
+    /// A zero-capacity link can never carry a message.
+    #[error("link {name}: capacity must be at least 1 message")]
+    ZeroCapacity {
+        /// The link's name.
+        name: String,
+    },
+    /// A link endpoint names a component the engine does not have.
+    #[error("link {name}: endpoint {endpoint} is not a component of this engine")]
+    UnknownEndpoint {
+        /// The link's name.
+        name: String,
+        /// The missing component's index.
+        endpoint: u32,
+    },
+}
+
+/// Run-time state of one link, owned by the engine.
+#[derive(Debug)]
+pub(crate) struct LinkState<M> {
+    pub(crate) name: String,
+    pub(crate) from: ComponentId,
+    pub(crate) to: ComponentId,
+    pub(crate) latency: Tick,
+    pub(crate) capacity: u32,
+    /// Messages with their arrival tick, oldest first.
+    pub(crate) fifo: VecDeque<(Tick, M)>,
+    /// The sender was refused and waits to be woken when a slot frees.
+    pub(crate) sender_waiting: bool,
+    pub(crate) sent: u64,
+    pub(crate) refused: u64,
+}
+
+impl<M> LinkState<M> {
+    pub(crate) fn new(spec: LinkSpec, from: ComponentId, to: ComponentId) -> Result<Self, LinkError> {
+        if spec.latency_cycles == 0 {
+            return Err(LinkError::ZeroLatency { name: spec.name });
+        }
+        if spec.capacity == 0 {
+            return Err(LinkError::ZeroCapacity { name: spec.name });
+        }
+        let latency = spec.clock.cycles_to_ticks(spec.latency_cycles).max(1);
+        Ok(Self {
+            name: spec.name,
+            from,
+            to,
+            latency,
+            capacity: spec.capacity,
+            fifo: VecDeque::with_capacity(spec.capacity.min(1024) as usize),
+            sender_waiting: false,
+            sent: 0,
+            refused: 0,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.fifo.len() >= self.capacity as usize
+    }
+}
+
+/// A snapshot of one link, for reports and for the watchdog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkReport {
+    /// The link's name.
+    pub name: String,
+    /// Name of the sending component.
+    pub from: String,
+    /// Name of the receiving component.
+    pub to: String,
+    /// Messages held now.
+    pub occupancy: usize,
+    /// Messages the link can hold.
+    pub capacity: u32,
+    /// Whether the sender is blocked waiting for a free slot.
+    pub sender_waiting: bool,
+    /// Messages sent over the whole run.
+    pub sent: u64,
+    /// Sends refused because the link was full.
+    pub refused: u64,
+}

@@ -1,0 +1,182 @@
+//! Engine behaviour: back-pressure, event order, deadlock and livelock detection.
+
+use sim_core::{
+    Clock, Component, Ctx, Engine, EngineError, Frequency, LinkId, LinkSpec, Priority, StallError, Wake,
+    WatchdogConfig,
+};
+
+fn clock() -> Clock {
+    Clock::new(Frequency::from_hz(1_000_000_000)).unwrap()
+}
+
+fn spec(name: &str, latency_cycles: u64, capacity: u32) -> LinkSpec {
+    LinkSpec { name: name.into(), clock: clock(), latency_cycles, capacity }
+}
+
+/// The test models: a greedy producer, a slow consumer, a component that waits forever,
+/// a spinner that never progresses, and a recorder of wake order.
+enum Toy {
+    Producer { out: LinkId, next: u64, total: u64, refusals: u64 },
+    Consumer { inp: LinkId, got: Vec<u64>, timer_armed: bool, expect: u64 },
+    Waiter { name: String, inp: LinkId, out: Option<LinkId>, fill: bool },
+    Spinner,
+    Recorder { order: Vec<u64> },
+}
+
+impl Component for Toy {
+    type Msg = u64;
+    fn name(&self) -> &str {
+        match self {
+            Toy::Producer { .. } => "producer",
+            Toy::Consumer { .. } => "consumer",
+            Toy::Waiter { name, .. } => name,
+            Toy::Spinner => "spinner",
+            Toy::Recorder { .. } => "recorder",
+        }
+    }
+
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, u64>) {
+        match self {
+            Toy::Producer { out, next, total, refusals } => {
+                while *next < *total {
+                    match ctx.send(*out, *next) {
+                        Ok(()) => *next += 1,
+                        Err(_) => {
+                            *refusals += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            Toy::Consumer { inp, got, timer_armed, .. } => {
+                // Pops one message every 10 ns: much slower than the producer.
+                if matches!(why, Wake::Timer(_)) {
+                    *timer_armed = false;
+                    if let Some(m) = ctx.recv(*inp) {
+                        got.push(m);
+                        ctx.progress();
+                    }
+                }
+                if !*timer_armed && ctx.peek(*inp).is_some() {
+                    *timer_armed = true;
+                    ctx.schedule_in(10_000, 0);
+                }
+            }
+            Toy::Waiter { out, fill, .. } => {
+                if let (Some(o), true) = (*out, *fill) {
+                    while ctx.send(o, 7).is_ok() {}
+                }
+            }
+            Toy::Spinner => ctx.schedule_in(1_000, 0),
+            Toy::Recorder { order } => match why {
+                Wake::Start => {
+                    ctx.schedule_at(500, Priority::LATE, 3);
+                    ctx.schedule_at(500, Priority::DEFAULT, 1);
+                    ctx.schedule_at(500, Priority::DEFAULT, 2);
+                    ctx.schedule_at(100, Priority::LATE, 0);
+                    ctx.schedule_at(500, Priority::DELIVERY, 9);
+                }
+                Wake::Timer(t) => order.push(t),
+                _ => {}
+            },
+        }
+    }
+
+    fn busy(&self) -> bool {
+        match self {
+            Toy::Producer { next, total, .. } => next < total,
+            Toy::Consumer { got, expect, .. } => (got.len() as u64) < *expect,
+            Toy::Waiter { .. } | Toy::Spinner => true,
+            Toy::Recorder { .. } => false,
+        }
+    }
+
+    fn status(&self) -> String {
+        match self {
+            Toy::Waiter { inp, .. } => format!("waiting for a message on link {}", inp.index()),
+            _ => String::new(),
+        }
+    }
+}
+
+#[test]
+fn full_link_back_pressures_without_loss_or_reordering() {
+    let mut e = Engine::new();
+    let p = e.reserve();
+    let c = e.reserve();
+    let l = e.connect(p, c, spec("p_to_c", 2, 4)).unwrap();
+    e.install(p, Toy::Producer { out: l, next: 0, total: 200, refusals: 0 }).unwrap();
+    e.install(c, Toy::Consumer { inp: l, got: vec![], timer_armed: false, expect: 200 }).unwrap();
+    let s = e.run(None).unwrap();
+    let Some(Toy::Consumer { got, .. }) = e.component(c) else { panic!("consumer") };
+    assert_eq!(got, &(0..200).collect::<Vec<u64>>(), "every message, in order");
+    let Some(Toy::Producer { refusals, .. }) = e.component(p) else { panic!("producer") };
+    assert!(*refusals > 100, "the producer was held back {refusals} times");
+    let r = &e.link_reports()[0];
+    assert_eq!((r.sent, r.occupancy), (200, 0));
+    // The consumer's pace (one per 10 ns) sets the run length, not the producer's.
+    assert!(s.end_tick >= 200 * 10_000, "end tick {}", s.end_tick);
+}
+
+#[test]
+fn same_tick_events_run_in_priority_then_insertion_order() {
+    let mut e = Engine::new();
+    let r = e.add(Toy::Recorder { order: vec![] });
+    e.run(None).unwrap();
+    let Some(Toy::Recorder { order }) = e.component(r) else { panic!() };
+    assert_eq!(order, &[0, 9, 1, 2, 3]);
+}
+
+#[test]
+fn deadlock_is_reported_with_blocked_components_and_full_links() {
+    let mut e = Engine::new();
+    let a = e.reserve();
+    let b = e.reserve();
+    let ab = e.connect(a, b, spec("a_to_b", 1, 2)).unwrap();
+    let ba = e.connect(b, a, spec("b_to_a", 1, 2)).unwrap();
+    // a fills its link to b; b never pops and waits on a message from a that never comes.
+    e.install(a, Toy::Waiter { name: "a".into(), inp: ba, out: Some(ab), fill: true }).unwrap();
+    e.install(b, Toy::Waiter { name: "b".into(), inp: ab, out: Some(ba), fill: false }).unwrap();
+    let err = e.run(None).unwrap_err();
+    let EngineError::Stall(StallError::Deadlock(report)) = &err else { panic!("{err}") };
+    let names: Vec<&str> = report.blocked.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(report.links.len(), 1);
+    assert!(report.links[0].sender_waiting);
+    let text = err.to_string();
+    assert!(text.contains("deadlock"), "{text}");
+    assert!(text.contains("link a_to_b (a -> b) FULL 2/2; a waits on b to pop"), "{text}");
+    assert!(text.contains("component b is busy: waiting for a message on link 0"), "{text}");
+}
+
+#[test]
+fn livelock_is_reported_when_nothing_progresses() {
+    let mut e = Engine::new();
+    e.add(Toy::Spinner);
+    e.set_watchdog(WatchdogConfig { livelock_window: Some(1_000_000) });
+    let err = e.run(None).unwrap_err();
+    assert!(matches!(err, EngineError::Stall(StallError::Livelock { window: 1_000_000, .. })), "{err}");
+    assert!(err.to_string().contains("component spinner is busy"));
+}
+
+#[test]
+fn run_stops_at_the_time_limit_and_resumes() {
+    let mut e = Engine::new();
+    e.add(Toy::Spinner);
+    e.set_watchdog(WatchdogConfig { livelock_window: None });
+    let s = e.run(Some(10_000)).unwrap();
+    assert!(s.hit_limit);
+    assert_eq!(s.end_tick, 10_000);
+    let s = e.run(Some(20_000)).unwrap();
+    assert_eq!((s.end_tick, s.events), (20_000, 10));
+}
+
+#[test]
+fn bad_links_and_missing_components_are_errors() {
+    let mut e: Engine<Toy> = Engine::new();
+    let a = e.reserve();
+    assert!(matches!(e.connect(a, a, spec("zero", 0, 1)), Err(EngineError::Link(_))));
+    let err = e.connect(a, a, spec("empty", 1, 0)).unwrap_err();
+    assert_eq!(err.to_string(), "link empty: capacity must be at least 1 message");
+    assert_eq!(e.run(None).unwrap_err(), EngineError::Missing(0));
+}
