@@ -3,7 +3,7 @@
 use access_unit::{AccessUnit, AccessUnitConfig, AuPorts, AuProgram, OutqEntry, parse};
 use mem_model::{Backing, MemRequest, MemResponse, MemoryImage, Region, SimpleMemory, SimpleMemoryConfig};
 use sim_core::{
-    Bandwidth, ByteSize, Carries, Clock, Component, Ctx, Engine, Frequency, LinkId, LinkSpec, TimeSpan, Wake,
+    Bandwidth, ByteSize, Clock, Component, Ctx, Engine, Frequency, LinkId, LinkSpec, TimeSpan, Wake,
 };
 use std::sync::Arc;
 
@@ -13,24 +13,7 @@ enum Msg {
     Outq(OutqEntry),
 }
 
-macro_rules! carries {
-    ($t:ty, $v:ident) => {
-        impl Carries<$t> for Msg {
-            fn wrap(x: $t) -> Self {
-                Msg::$v(x)
-            }
-            fn unwrap_as(self) -> Result<$t, Self> {
-                match self {
-                    Msg::$v(x) => Ok(x),
-                    other => Err(other),
-                }
-            }
-        }
-    };
-}
-carries!(MemRequest, Req);
-carries!(MemResponse, Resp);
-carries!(OutqEntry, Outq);
+sim_core::carries!(Msg { Req(MemRequest), Resp(MemResponse), Outq(OutqEntry) });
 
 /// Pops one output-queue entry every `gap` ps and records it; counts requests in flight.
 struct Sink {
@@ -119,7 +102,9 @@ on t0 end -> 3
 
 fn image(offsets: Vec<u32>, indices: Vec<u32>) -> MemoryImage {
     let mut m = MemoryImage::new();
-    let n = indices.len().max(1) as u64;
+    // An empty batch still maps one (never read) index word.
+    let indices = if indices.is_empty() { vec![0] } else { indices };
+    let n = indices.len() as u64;
     m.add(Region {
         name: "offsets".into(),
         base: OFF,

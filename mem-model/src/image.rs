@@ -48,7 +48,7 @@ pub struct Region {
 impl Region {
     /// Whether `[addr, addr + bytes)` lies inside this region.
     fn contains(&self, addr: u64, bytes: u64) -> bool {
-        addr >= self.base && addr.saturating_add(bytes) <= self.base.saturating_add(self.size)
+        addr >= self.base && addr.checked_add(bytes).is_some_and(|end| end <= self.base + self.size)
     }
 }
 
@@ -70,7 +70,15 @@ impl MemoryImage {
         if region.size == 0 {
             return Err(MemError::Zero { what: "region size" });
         }
-        let end = region.base.saturating_add(region.size);
+        let Some(end) = region.base.checked_add(region.size) else {
+            return Err(MemError::Unmapped { addr: region.base, bytes: region.size });
+        };
+        if let Backing::Words(w) = &region.backing
+            && w.len() as u64 * 4 != region.size
+        {
+            return Err(MemError::Size { name: region.name, size: region.size, words: w.len() as u64 });
+        }
+        // Every stored region ends at or below 2^64 (checked above), so `r.base + r.size` fits.
         if let Some(old) = self.regions.iter().find(|r| region.base < r.base + r.size && r.base < end) {
             return Err(MemError::Overlap {
                 new: region.name,
@@ -110,6 +118,7 @@ impl MemoryImage {
     pub fn read_u32(&self, addr: u64) -> Result<u32, MemError> {
         let (r, i) = self.element(addr)?;
         Ok(match &r.backing {
+            // Sizes are checked at `add`: every word in range exists.
             Backing::Words(w) => w.get(i as usize).copied().unwrap_or(0),
             Backing::Procedural { seed, table, dim } => {
                 table_value(*seed, *table, i / *dim as u64, (i % *dim as u64) as u32).to_bits()
@@ -165,5 +174,10 @@ mod tests {
         let e =
             m.add(Region { name: "x".into(), base: 0x100c, size: 8, backing: Backing::Zero }).unwrap_err();
         assert!(e.to_string().contains("overlaps region idx"), "{e}");
+        let e = m.add(Region { name: "w".into(), base: 0x9000, size: 12, backing: Backing::Words(vec![1]) });
+        assert_eq!(e.unwrap_err().to_string(), "region w is 12 B but holds 1 words (4 B each)");
+        let huge = Region { name: "end".into(), base: u64::MAX - 8, size: 100, backing: Backing::Zero };
+        assert!(m.add(huge).is_err(), "a region past 2^64 is refused");
+        assert_eq!(m.read_u32(u64::MAX - 3), Err(MemError::Unmapped { addr: u64::MAX - 3, bytes: 4 }));
     }
 }

@@ -52,6 +52,16 @@ pub enum MemError {
         /// The region it collides with.
         old: String,
     },
+    /// A word-backed region's size does not match its words.
+    #[error("region {name} is {size} B but holds {words} words (4 B each)")]
+    Size {
+        /// The region.
+        name: String,
+        /// Its declared size.
+        size: u64,
+        /// Words it holds.
+        words: u64,
+    },
     /// A configuration value is impossible.
     #[error("{what} must be above zero")]
     Zero {

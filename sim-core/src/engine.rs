@@ -27,6 +27,11 @@ impl ComponentId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The id of the component at `index` (for walking an engine's components).
+    pub fn from_index(index: usize) -> Self {
+        Self(index as u32)
+    }
 }
 
 /// Order among events of the same tick: lower runs first.
@@ -367,6 +372,11 @@ impl<C: Component> Engine<C> {
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.kernel.events
+    }
+
+    /// Number of component slots.
+    pub fn component_count(&self) -> usize {
+        self.components.len()
     }
 
     /// A component, for reading its results after a run.

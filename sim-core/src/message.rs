@@ -13,3 +13,25 @@ pub trait Carries<T>: Sized {
     /// Unwraps a `T`, or gives the message back if it carries something else.
     fn unwrap_as(self) -> Result<T, Self>;
 }
+
+/// Implements [`Carries`] for each `Variant(Type)` of a message enum:
+/// `sim_core::carries!(Msg { Req(MemRequest), Resp(MemResponse) });`
+#[macro_export]
+macro_rules! carries {
+    ($msg:ident { $($variant:ident($ty:ty)),+ $(,)? }) => {
+        $(
+            impl $crate::Carries<$ty> for $msg {
+                fn wrap(value: $ty) -> Self {
+                    $msg::$variant(value)
+                }
+                fn unwrap_as(self) -> Result<$ty, Self> {
+                    match self {
+                        $msg::$variant(value) => Ok(value),
+                        #[allow(unreachable_patterns)]
+                        other => Err(other),
+                    }
+                }
+            }
+        )+
+    };
+}

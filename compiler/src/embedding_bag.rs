@@ -1,0 +1,64 @@
+//! EmbeddingBag: its inputs, drawn from a seed, and its reference semantics.
+//!
+//! The instance is the table-major CSR that Meta's released embedding traces use: bags of all
+//! tables in one sequence (bag `g` belongs to table `g / batch`), `offsets` of length
+//! `tables * batch + 1` into one `indices` array of row ids. The reference computes what
+//! PyTorch's `nn.EmbeddingBag(mode="sum")` computes for each table: `out[g, k] = sum over j in
+//! offsets[g]..offsets[g+1] of table[indices[j], k]`. Table values are procedural
+//! (`sim_core::procedural::table_value`) and exact in f32, so the sum does not depend on the
+//! order of accumulation and simulated outputs must equal the reference bit for bit.
+
+use crate::indices::IndexGenerator;
+use crate::workload::WorkloadSpec;
+use sim_core::SeedTree;
+use sim_core::procedural::table_value;
+
+/// Inputs of one EmbeddingBag run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingBagInstance {
+    /// CSR offsets over all bags of all tables (`bags + 1` entries).
+    pub offsets: Vec<u32>,
+    /// Row id of every lookup, per table.
+    pub indices: Vec<u32>,
+    /// Seed of the procedural table contents.
+    pub table_seed: u64,
+}
+
+impl EmbeddingBagInstance {
+    /// Draws the indices of `spec` from streams of `seeds` named after the workload.
+    pub fn generate(spec: &WorkloadSpec, seeds: &SeedTree) -> Self {
+        let tree = seeds.child(&format!("workload.{}", spec.name));
+        let mut offsets = Vec::with_capacity(spec.bags() as usize + 1);
+        let mut indices = Vec::with_capacity(spec.lookups() as usize);
+        offsets.push(0);
+        for t in 0..spec.tables {
+            let mut g =
+                IndexGenerator::new(spec.indices, spec.rows, tree.stream(&format!("table{t}.indices")));
+            for _ in 0..spec.batch {
+                for _ in 0..spec.bag_size {
+                    indices.push(g.next_index() as u32);
+                }
+                offsets.push(indices.len() as u32);
+            }
+        }
+        let table_seed = rand::Rng::next_u64(&mut tree.stream("tables"));
+        Self { offsets, indices, table_seed }
+    }
+
+    /// The reference output: `bags x dim` f32, row-major.
+    pub fn reference(&self, spec: &WorkloadSpec) -> Vec<f32> {
+        let dim = spec.dim as usize;
+        let mut out = vec![0.0f32; spec.bags() as usize * dim];
+        for g in 0..spec.bags() as usize {
+            let table = (g / spec.batch.max(1) as usize) as u32;
+            let acc = &mut out[g * dim..(g + 1) * dim];
+            for j in self.offsets[g]..self.offsets[g + 1] {
+                let row = self.indices[j as usize] as u64;
+                for (k, a) in acc.iter_mut().enumerate() {
+                    *a += table_value(self.table_seed, table, row, k as u32);
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,105 @@
+//! Where a workload's data lives in the simulated address space.
+
+use crate::embedding_bag::EmbeddingBagInstance;
+use crate::workload::WorkloadSpec;
+
+/// What a region holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Contents {
+    /// 32-bit words (offsets, indices).
+    Words(Vec<u32>),
+    /// A procedural f32 table (values from `sim_core::procedural::table_value`).
+    Table {
+        /// Seed of its values.
+        seed: u64,
+        /// Table number.
+        table: u32,
+        /// Columns per row.
+        dim: u32,
+    },
+    /// An output buffer, written by the cores.
+    Output,
+}
+
+/// A named address range and its contents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataRegion {
+    /// Name for reports (`offsets`, `table3`).
+    pub name: String,
+    /// First byte.
+    pub base: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Contents.
+    pub contents: Contents,
+}
+
+/// Addresses of an EmbeddingBag's arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// CSR offsets.
+    pub offsets: u64,
+    /// Row ids.
+    pub indices: u64,
+    /// Table 0; table `t` starts `t * rows * row_bytes` later.
+    pub tables: u64,
+    /// Output rows, one per bag.
+    pub output: u64,
+}
+
+const PAGE: u64 = 4096;
+
+fn align(x: u64, to: u64) -> u64 {
+    x.div_ceil(to) * to
+}
+
+impl Layout {
+    /// Places the arrays one after another on page boundaries, from 1 MiB.
+    pub fn plan(spec: &WorkloadSpec) -> Self {
+        let offsets = 1 << 20;
+        let indices = align(offsets + (spec.bags() + 1) * 4, PAGE);
+        let tables = align(indices + spec.lookups().max(1) * 4, PAGE);
+        let table_bytes = spec.rows * spec.row_bytes();
+        let output = align(tables + spec.tables as u64 * table_bytes, PAGE);
+        Self { offsets, indices, tables, output }
+    }
+
+    /// The regions of this layout filled with `inst`'s data.
+    pub fn regions(&self, spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Vec<DataRegion> {
+        let table_bytes = spec.rows * spec.row_bytes();
+        let mut r = vec![
+            DataRegion {
+                name: "offsets".into(),
+                base: self.offsets,
+                size: inst.offsets.len() as u64 * 4,
+                contents: Contents::Words(inst.offsets.clone()),
+            },
+            DataRegion {
+                name: "indices".into(),
+                base: self.indices,
+                size: inst.indices.len().max(1) as u64 * 4,
+                // An empty batch still gets a (never read) word, so every region has a size.
+                contents: Contents::Words(if inst.indices.is_empty() {
+                    vec![0]
+                } else {
+                    inst.indices.clone()
+                }),
+            },
+        ];
+        for t in 0..spec.tables {
+            r.push(DataRegion {
+                name: format!("table{t}"),
+                base: self.tables + t as u64 * table_bytes,
+                size: table_bytes,
+                contents: Contents::Table { seed: inst.table_seed, table: t, dim: spec.dim },
+            });
+        }
+        r.push(DataRegion {
+            name: "output".into(),
+            base: self.output,
+            size: (spec.bags() * spec.row_bytes()).max(4),
+            contents: Contents::Output,
+        });
+        r
+    }
+}

@@ -1,0 +1,288 @@
+//! Functional execution: an embedding bag written in the core ISA gives the reference sums.
+
+mod common;
+
+use common::{Setup, System};
+use exec_core::{FaultKind, OutputBuffer};
+use mem_model::{Backing, MemoryImage, Region};
+use sim_core::procedural::table_value;
+
+const OFFSETS: u64 = 0x1000;
+const INDICES: u64 = 0x2000;
+const TABLE: u64 = 0x10_0000;
+const OUT: u64 = 0x80_0000;
+const DIM: u64 = 24;
+const ROWS: u64 = 1000;
+const SEED: u64 = 42;
+const TABLE_ID: u32 = 3;
+
+/// Sum pooling over bags: for each bag b, out[b] = sum of table rows indices[offsets[b]..
+/// offsets[b+1]]. Rows are 24 f32 (96 B, so most rows straddle two 64-byte lines): one 16-lane
+/// and one 8-lane load per row.
+fn program(bags: usize) -> String {
+    format!(
+        "\
+.core lanes=16
+    li r1, 0                # bag
+    li r2, {bags}
+    li r10, {OFFSETS}
+    li r11, {INDICES}
+    li r12, {TABLE}
+    li r13, {OUT}
+bag:
+    bge r1, r2, done
+    shli r3, r1, 2
+    add r3, r3, r10
+    ld.u32 r4, [r3 + 0]     # first index of the bag
+    ld.u32 r5, [r3 + 4]     # one past the last
+    vzero v0
+    vzero v1
+idx:
+    bge r4, r5, store
+    shli r6, r4, 2
+    add r6, r6, r11
+    ld.u32 r7, [r6 + 0]     # row id
+    muli r7, r7, {row}
+    add r7, r7, r12
+    vld v2, [r7 + 0], 16 !lookup
+    vld v3, [r7 + 64], 8 !lookup
+    vadd v0, v0, v2
+    vadd v1, v1, v3
+    addi r4, r4, 1
+    jmp idx
+store:
+    muli r8, r1, {row}
+    add r8, r8, r13
+    vst v0, [r8 + 0], 16
+    vst v1, [r8 + 64], 8
+    addi r1, r1, 1
+    jmp bag
+done:
+    halt
+",
+        row = DIM * 4
+    )
+}
+
+/// Bags of varied sizes (including an empty one) over pseudo-random rows.
+fn bags() -> (Vec<u32>, Vec<u32>) {
+    let sizes = [3usize, 0, 7, 1, 12, 5, 2, 9];
+    let mut offsets = vec![0u32];
+    let mut indices = Vec::new();
+    let mut x = 12345u64;
+    for s in sizes {
+        for _ in 0..s {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            indices.push(((x >> 33) % ROWS) as u32);
+        }
+        offsets.push(indices.len() as u32);
+    }
+    (offsets, indices)
+}
+
+fn image(offsets: &[u32], indices: &[u32], bags: usize) -> MemoryImage {
+    let mut m = MemoryImage::new();
+    let words = |name: &str, base, w: &[u32]| Region {
+        name: name.into(),
+        base,
+        size: 4 * w.len() as u64,
+        backing: Backing::Words(w.to_vec()),
+    };
+    m.add(words("offsets", OFFSETS, offsets)).unwrap();
+    m.add(words("indices", INDICES, indices)).unwrap();
+    m.add(Region {
+        name: "table".into(),
+        base: TABLE,
+        size: ROWS * DIM * 4,
+        backing: Backing::Procedural { seed: SEED, table: TABLE_ID, dim: DIM as u32 },
+    })
+    .unwrap();
+    m.add(Region { name: "out".into(), base: OUT, size: bags as u64 * DIM * 4, backing: Backing::Zero })
+        .unwrap();
+    m
+}
+
+fn reference(offsets: &[u32], indices: &[u32]) -> Vec<f32> {
+    let mut out = Vec::new();
+    for b in 0..offsets.len() - 1 {
+        for col in 0..DIM as u32 {
+            let rows = &indices[offsets[b] as usize..offsets[b + 1] as usize];
+            out.push(rows.iter().map(|&r| table_value(SEED, TABLE_ID, r as u64, col)).sum());
+        }
+    }
+    out
+}
+
+fn run_bag(link_capacity: u32, max_outstanding: u32, issue_width: u32) -> System {
+    let (offsets, indices) = bags();
+    let n = offsets.len() - 1;
+    let mut setup =
+        Setup::new(image(&offsets, &indices, n), OutputBuffer { base: OUT, elems: n as u64 * DIM });
+    setup.link_capacity = link_capacity;
+    setup.cfg.max_outstanding = max_outstanding;
+    setup.cfg.issue_width = issue_width;
+    let mut sys = System::build(setup, &program(n)).expect("builds");
+    sys.run().expect("runs to the end");
+    let core = sys.core();
+    assert_eq!(core.fault(), None);
+    assert!(core.halted());
+    let want = reference(&offsets, &indices);
+    assert!(want.iter().any(|&v| v != 0.0), "the reference is not trivially zero");
+    assert_eq!(core.outputs(), &want[..], "outputs equal the reference sums exactly");
+    let c = core.counters();
+    let lookups = 2 * indices.len() as u64;
+    assert_eq!(c.lookups, lookups);
+    assert_eq!(c.loads, lookups + indices.len() as u64 + 2 * n as u64);
+    assert_eq!(c.stores, 2 * n as u64);
+    let stats = sys.engine.stats();
+    assert_eq!(stats.lookup_counter("core.lookups"), Some(lookups));
+    assert_eq!(stats.lookup_counter("core.instructions"), Some(c.instructions));
+    assert_eq!(stats.lookup_histogram("core.lookup_latency").map(|h| h.len()), Some(lookups));
+    assert_eq!(stats.lookup_histogram("core.load_latency").map(|h| h.len()), Some(c.loads));
+    // Every line request was answered: the memory saw as many as the core sent.
+    let mem = stats.lookup_counter("mem.reads").unwrap() + stats.lookup_counter("mem.writes").unwrap();
+    assert_eq!(mem, c.mem_requests);
+    sys
+}
+
+#[test]
+fn embedding_bag_matches_reference() {
+    let sys = run_bag(64, 16, 1);
+    let c = sys.core().counters();
+    // Rows of 96 B at 96-B strides straddle a line boundary half the time: row loads make more
+    // requests than row loads count.
+    assert!(c.mem_requests > c.loads + c.stores, "{c:?}");
+    let lookup = sys.engine.stats().lookup_histogram("core.lookup_latency").unwrap();
+    // 100 ns memory + 2 link hops of 1 ns: no lookup can be faster.
+    assert!(lookup.min() >= 102_000, "min lookup latency {}", lookup.min());
+}
+
+#[test]
+fn embedding_bag_is_correct_under_back_pressure_and_wide_issue() {
+    // A one-message request link refuses sends; one MSHR serialises everything.
+    run_bag(1, 1, 1);
+    run_bag(1, 4, 4);
+    run_bag(2, 64, 8);
+}
+
+#[test]
+fn loads_of_the_output_buffer_read_back_stores() {
+    let mut m = MemoryImage::new();
+    m.add(Region {
+        name: "w".into(),
+        base: 0x100,
+        size: 16,
+        backing: Backing::Words(vec![1.5f32.to_bits(), 2.5f32.to_bits(), 0, 0]),
+    })
+    .unwrap();
+    let text = "\
+.core lanes=4
+    li r1, 0x100
+    li r2, 0x1000
+    vld v0, [r1 + 0], 4         # [1.5, 2.5, 0, 0]
+    vadd v0, v0, v0             # [3, 5, 0, 0]
+    vst v0, [r2 + 4], 4         # out = [0, 3, 5, 0, 0]
+    vld v1, [r2 + 0], 4         # reads back [0, 3, 5, 0]
+    vadd v1, v1, v0             # [3, 8, 5, 0]
+    vst v1, [r2 + 0], 4         # out = [3, 8, 5, 0, 0]
+    ld.u32 r3, [r2 + 4]
+    halt
+";
+    let mut sys = System::build(Setup::new(m, OutputBuffer { base: 0x1000, elems: 5 }), text).unwrap();
+    sys.run().unwrap();
+    let core = sys.core();
+    assert_eq!(core.fault(), None);
+    assert_eq!(core.outputs(), &[3.0, 8.0, 5.0, 0.0, 0.0]);
+    assert_eq!(core.reg(exec_core::Reg(3)), Some(i64::from(8.0f32.to_bits())));
+}
+
+fn fault_of(text: &str, image: MemoryImage) -> exec_core::CoreFault {
+    let mut sys = System::build(Setup::new(image, OutputBuffer { base: 0x1000, elems: 4 }), text).unwrap();
+    // A faulted core is not busy: the run ends normally and the caller reads the fault.
+    sys.run().expect("a fault ends the run quietly");
+    let core = sys.core();
+    assert!(!core.halted());
+    assert_eq!(core.finish_tick(), None);
+    core.fault().cloned().expect("faults")
+}
+
+#[test]
+fn program_errors_are_faults_not_panics() {
+    let words = || {
+        let mut m = MemoryImage::new();
+        m.add(Region { name: "w".into(), base: 0x100, size: 16, backing: Backing::Words(vec![1, 2, 3, 4]) })
+            .unwrap();
+        m
+    };
+    let f = fault_of(".core lanes=4\n    li r1, 0x200\n    ld.u32 r2, [r1 + 0]\n    halt\n", words());
+    assert_eq!(f.pc, 1);
+    assert_eq!(
+        f.to_string(),
+        "pc 1 `ld.u32 r2, [r1 + 0]`: address 0x200 (4 B) is outside every memory region"
+    );
+    let f = fault_of(".core lanes=4\n    li r1, 0x100\n    vld v0, [r1 + 2], 1\n    halt\n", words());
+    assert!(matches!(f.kind, FaultKind::Memory(mem_model::MemError::Misaligned { addr: 0x102, .. })), "{f}");
+    let f = fault_of(".core lanes=4\n    li r1, 0x100\n    vld v0, [r1 + 8], 4\n    halt\n", words());
+    assert!(matches!(f.kind, FaultKind::Memory(_)), "a row running off the region faults: {f}");
+    let f = fault_of(".core lanes=4\n    li r1, 0\n    ld.u32 r2, [r1 - 4]\n    halt\n", words());
+    assert_eq!(f.kind, FaultKind::BadAddress { base: 0, offset: -4 });
+    let f = fault_of(".core lanes=4\n    li r1, 0x1008\n    vst v0, [r1 + 0], 4\n    halt\n", words());
+    assert!(matches!(f.kind, FaultKind::StoreOutsideOutput { addr: 0x1008, bytes: 16, .. }), "{f}");
+    let f = fault_of(".core lanes=4\n    li r1, 0x1002\n    vst v0, [r1 + 0], 1\n    halt\n", words());
+    assert!(matches!(f.kind, FaultKind::StoreOutsideOutput { .. }), "misaligned store: {f}");
+    let f = fault_of(".core lanes=4\n    li r1, 3\na:\nb:\n    switch r1, [a, b]\n", words());
+    assert_eq!(f.kind, FaultKind::SwitchOutOfRange { value: 3, targets: 2 });
+    let f = fault_of(".core lanes=4\n    li r1, -1\na:\n    switch r1, [a]\n", words());
+    assert_eq!(f.kind, FaultKind::SwitchOutOfRange { value: -1, targets: 1 });
+    let f = fault_of(".core lanes=4\n    li r1, 1\n", words());
+    assert_eq!((f.pc, f.kind), (1, FaultKind::RanOffEnd));
+    let f = fault_of(".core lanes=4\n    li r1, 7\n    remi r2, r1, 0\n    halt\n", words());
+    assert_eq!(f.kind, FaultKind::DivByZero);
+}
+
+#[test]
+fn switch_dispatches_on_the_selector() {
+    let text = "\
+.core lanes=4
+    li r1, 2
+    li r5, 0
+    switch r1, [zero, one, two]
+zero:
+    addi r5, r5, 1
+one:
+    addi r5, r5, 10
+two:
+    addi r5, r5, 100
+    halt
+";
+    let mut sys =
+        System::build(Setup::new(MemoryImage::new(), OutputBuffer { base: 0, elems: 0 }), text).unwrap();
+    sys.run().unwrap();
+    assert_eq!(sys.core().fault(), None);
+    assert_eq!(sys.core().reg(exec_core::Reg(5)), Some(100));
+}
+
+#[test]
+fn bad_configurations_are_errors() {
+    let build = |f: &dyn Fn(&mut Setup)| {
+        let mut s = Setup::new(MemoryImage::new(), OutputBuffer { base: 0x1000, elems: 4 });
+        f(&mut s);
+        System::build(s, ".core lanes=4\n    halt\n").err().map(|e| e.to_string())
+    };
+    assert_eq!(build(&|_| {}), None);
+    assert_eq!(
+        build(&|s| s.cfg.issue_width = 0).as_deref(),
+        Some("core core: issue_width must be at least 1")
+    );
+    assert!(build(&|s| s.cfg.max_outstanding = 0).is_some());
+    assert!(build(&|s| s.cfg.line_bytes = 48).is_some());
+    assert!(build(&|s| s.cfg.latency.div = 0).is_some());
+    assert!(build(&|s| s.output.base = 2).is_some());
+    assert!(build(&|s| s.output = OutputBuffer { base: 16, elems: u64::MAX / 2 }).is_some());
+    assert!(build(&|s| s.output = OutputBuffer { base: 16, elems: 1 << 60 }).is_some());
+    let no_queue = System::build(
+        Setup::new(MemoryImage::new(), OutputBuffer { base: 0, elems: 0 }),
+        ".core lanes=4\n    pop_control r1\n    halt\n",
+    );
+    assert!(no_queue.err().unwrap().to_string().contains("no queue link"));
+}

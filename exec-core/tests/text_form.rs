@@ -1,0 +1,208 @@
+//! The text form: round trips and parse errors.
+
+use exec_core::{AluOp, Cond, CoreProgram, Inst, Label, Reg, VReg, parse, print, verify};
+use proptest::prelude::*;
+
+/// A program with every instruction kind (and every ALU op and condition).
+const EVERY_KIND: &str = "\
+.core lanes=16
+start:
+    li r1, 5
+    li r31, -9223372036854775808
+    add r1, r2, r3
+    sub r1, r2, r3
+    mul r1, r2, r3
+    div r1, r2, r3
+    rem r1, r2, r3
+    shl r1, r2, r3
+    shr r1, r2, r3
+    and r1, r2, r3
+    or r1, r2, r3
+    min r1, r2, r3
+    max r1, r2, r3
+    addi r1, r2, -4
+    subi r1, r2, 4
+    muli r1, r2, 128
+    divi r1, r2, 3
+    remi r1, r2, 3
+    shli r1, r2, 2
+    shri r1, r2, 2
+    andi r1, r2, 255
+    ori r1, r2, 1
+    mini r1, r2, 0
+    maxi r1, r2, 0
+loop:
+    beq r1, r2, start
+    bne r1, r2, loop
+    blt r1, r2, done
+    bge r1, r2, done
+    jmp loop
+    switch r1, [start, loop, done]
+    switch r2, []
+    ld.u32 r1, [r2 + 16]
+    ld.u32 r1, [r2 - 8]
+    ld.u32 r1, [r2 + 0] !lookup
+    vld v1, [r2 + 0], 16
+    vld v31, [r2 + 64], 3 !lookup
+    vldq v1, [r2 + 64], 16
+    vzero v0
+    vadd v0, v0, v1
+    vmul v2, v0, v1
+    vmax v3, v2, v1
+    vst v0, [r4 + 0], 16
+    pop_control r1
+    pop_operand r2
+done:
+    halt
+end:
+";
+
+#[test]
+fn every_instruction_kind_round_trips() {
+    let p = parse(EVERY_KIND).expect("parses");
+    assert_eq!(verify(&p), Ok(()));
+    assert_eq!(print(&p), EVERY_KIND, "print(parse(text)) must give the text back");
+    assert_eq!(parse(&print(&p)).expect("reparses"), p);
+    // Spot-check the structure, so that a printer and parser that agree on a wrong form fail.
+    assert_eq!(p.vector_lanes, 16);
+    assert_eq!(p.insts[1], Inst::Li { rd: Reg(31), imm: i64::MIN });
+    assert_eq!(p.insts[13], Inst::AluI { op: AluOp::Add, rd: Reg(1), ra: Reg(2), imm: -4 });
+    assert_eq!(p.insts[26], Inst::Branch { cond: Cond::Lt, ra: Reg(1), rb: Reg(2), target: Label(2) });
+    assert_eq!(p.insts[29], Inst::Switch { ra: Reg(1), targets: vec![Label(0), Label(1), Label(2)] });
+    assert_eq!(p.insts[32], Inst::LoadU32 { rd: Reg(1), base: Reg(2), offset: -8, lookup: false });
+    assert_eq!(p.insts[35], Inst::VLoad { vd: VReg(31), base: Reg(2), offset: 64, count: 3, lookup: true });
+    assert_eq!(p.labels.iter().map(|l| l.1).collect::<Vec<_>>(), vec![0, 24, 44, 45]);
+    let kinds: std::collections::HashSet<_> = p.insts.iter().map(std::mem::discriminant).collect();
+    assert_eq!(kinds.len(), 17, "every Inst variant appears");
+}
+
+#[test]
+fn comments_and_hex_are_accepted_but_not_printed() {
+    let text = ".core lanes=4   # four lanes\n# a full-line comment\ntop:  # the loop\n  addi r1, r1, 0x10 # step\n  jmp top\n";
+    let p = parse(text).expect("parses");
+    assert_eq!(print(&p), ".core lanes=4\ntop:\n    addi r1, r1, 16\n    jmp top\n");
+}
+
+#[test]
+fn unknown_instruction_names_line_and_text() {
+    let text =
+        ".core lanes=16\n    li r1, 0\n\n# comment\n    vzero v0\n    vadd v0, v0, v0\n    vsub v0, v0, v1\n";
+    assert_eq!(parse(text).unwrap_err().to_string(), "line 7: unknown instruction \"vsub\"");
+}
+
+#[test]
+fn bad_register_names_line_and_register() {
+    let text = ".core lanes=16\n    add r1, r40, r2\n";
+    assert_eq!(parse(text).unwrap_err().to_string(), "line 2: register r40 out of range");
+    let text = ".core lanes=16\n    halt\n    vadd v0, v0, v32\n";
+    assert_eq!(parse(text).unwrap_err().to_string(), "line 3: register v32 out of range");
+}
+
+#[test]
+fn unknown_label_names_line_and_label() {
+    let text = ".core lanes=16\nbar:\n    jmp foo\n";
+    let e = parse(text).unwrap_err();
+    assert_eq!(e.to_string(), "line 3: unknown label \"foo\"");
+    assert_eq!(e.line, 3);
+    let text = ".core lanes=16\n    switch r1, [a, b]\na:\n    halt\n";
+    assert_eq!(parse(text).unwrap_err().to_string(), "line 2: unknown label \"b\"");
+}
+
+#[test]
+fn out_of_order_labels_round_trip_after_canonicalize() {
+    let mut p = CoreProgram {
+        vector_lanes: 8,
+        insts: vec![Inst::Jump { target: Label(0) }, Inst::Jump { target: Label(1) }, Inst::Halt],
+        labels: vec![("exit".into(), 2), ("entry".into(), 0)],
+    };
+    let text = print(&p);
+    assert_eq!(text, ".core lanes=8\nentry:\n    jmp exit\n    jmp entry\nexit:\n    halt\n");
+    p.canonicalize();
+    assert_eq!(parse(&text).expect("parses"), p);
+}
+
+// ---- random valid programs ----
+
+fn reg() -> impl Strategy<Value = Reg> {
+    (0u8..32).prop_map(Reg)
+}
+
+fn vreg() -> impl Strategy<Value = VReg> {
+    (0u8..32).prop_map(VReg)
+}
+
+fn inst(lanes: u32, labels: u32) -> impl Strategy<Value = Inst> {
+    let label = (0..labels.max(1)).prop_map(Label);
+    let count = 1..=lanes;
+    let alu = prop::sample::select(AluOp::ALL.to_vec());
+    let cond = prop::sample::select(Cond::ALL.to_vec());
+    let any =
+        prop_oneof![
+            (reg(), any::<i64>()).prop_map(|(rd, imm)| Inst::Li { rd, imm }),
+            (alu.clone(), reg(), reg(), reg()).prop_map(|(op, rd, ra, rb)| Inst::Alu { op, rd, ra, rb }),
+            (alu, reg(), reg(), any::<i64>()).prop_map(|(op, rd, ra, imm)| Inst::AluI { op, rd, ra, imm }),
+            (reg(), reg(), any::<i64>(), any::<bool>())
+                .prop_map(|(rd, base, offset, lookup)| Inst::LoadU32 { rd, base, offset, lookup }),
+            (vreg(), reg(), any::<i64>(), count.clone(), any::<bool>()).prop_map(
+                |(vd, base, offset, count, lookup)| Inst::VLoad { vd, base, offset, count, lookup }
+            ),
+            (vreg(), reg(), any::<i64>(), count.clone())
+                .prop_map(|(vd, base, offset, count)| Inst::VLoadQueue { vd, base, offset, count }),
+            (vreg(), reg(), any::<i64>(), count).prop_map(|(vs, base, offset, count)| Inst::VStore {
+                vs,
+                base,
+                offset,
+                count
+            }),
+            vreg().prop_map(|vd| Inst::VZero { vd }),
+            (vreg(), vreg(), vreg()).prop_map(|(vd, va, vb)| Inst::VAdd { vd, va, vb }),
+            (vreg(), vreg(), vreg()).prop_map(|(vd, va, vb)| Inst::VMul { vd, va, vb }),
+            (vreg(), vreg(), vreg()).prop_map(|(vd, va, vb)| Inst::VMax { vd, va, vb }),
+            reg().prop_map(|rd| Inst::PopControl { rd }),
+            reg().prop_map(|rd| Inst::PopOperand { rd }),
+            Just(Inst::Halt),
+        ];
+    let branches = prop_oneof![
+        (cond, reg(), reg(), label.clone()).prop_map(|(cond, ra, rb, target)| Inst::Branch {
+            cond,
+            ra,
+            rb,
+            target
+        }),
+        label.clone().prop_map(|target| Inst::Jump { target }),
+        (reg(), prop::collection::vec(label, 0..5)).prop_map(|(ra, targets)| Inst::Switch { ra, targets }),
+    ];
+    if labels == 0 { any.boxed() } else { prop_oneof![3 => any, 1 => branches].boxed() }
+}
+
+fn program() -> impl Strategy<Value = CoreProgram> {
+    (1u32..=64, 1usize..40, 0u32..6).prop_flat_map(|(lanes, len, nlabels)| {
+        (
+            prop::collection::vec(inst(lanes, nlabels), len),
+            prop::collection::vec(0..=len as u32, nlabels as usize),
+        )
+            .prop_map(move |(insts, mut positions)| {
+                positions.sort_unstable();
+                let labels = positions.into_iter().enumerate().map(|(i, at)| (format!("l{i}"), at)).collect();
+                CoreProgram { vector_lanes: lanes, insts, labels }
+            })
+    })
+}
+
+proptest! {
+    #[test]
+    fn random_programs_round_trip(p in program()) {
+        prop_assert_eq!(verify(&p), Ok(()));
+        let text = print(&p);
+        let back = parse(&text);
+        prop_assert!(back.is_ok(), "{:?}\n{}", back, text);
+        let back = back.unwrap();
+        prop_assert_eq!(print(&back), text);
+        prop_assert_eq!(back, p);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "(\\.core lanes=[0-9]{1,3}\n)?([a-z_.0-9]{0,8}( [-+\\[\\]!a-z0-9,]{0,12}){0,4}:?\n){0,6}") {
+        let _ = parse(&text);
+    }
+}

@@ -1,0 +1,172 @@
+//! The experiment file's schema: what each key means and its unit.
+//!
+//! Every table rejects unknown keys (the loader suggests the closest valid one); every value with
+//! a unit is a string carrying it ("3GHz", "64KiB", "350ns", "3.35TB/s"); plain integers are
+//! counts (cores, entries, cycles in `*_cycles` keys).
+
+use compiler::WorkloadSpec;
+use serde::Deserialize;
+use sim_core::{Bandwidth, ByteSize, Frequency, TimeSpan};
+
+/// The whole experiment file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    /// Name, seed and output directory.
+    pub experiment: ExperimentSection,
+    /// Systems to compare.
+    #[serde(default)]
+    pub system: Vec<SystemSection>,
+    /// Workloads to run on each system.
+    #[serde(default)]
+    pub workload: Vec<WorkloadSpec>,
+    /// Report settings.
+    #[serde(default)]
+    pub report: ReportSection,
+}
+
+/// `[experiment]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentSection {
+    /// Name (also the default output directory `out/<name>`).
+    pub name: String,
+    /// Master seed of every random stream.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Output directory, relative to the working directory.
+    pub output: Option<String>,
+    /// Simulated time after which a run is stopped as runaway (default 1 s).
+    pub max_sim_time: Option<TimeSpan>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// `[report]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSection {
+    /// System the others' speedups are relative to.
+    pub baseline: Option<String>,
+}
+
+/// What a system is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemKind {
+    /// Cores, optionally with access units, and memory: simulated cycle by cycle.
+    Dae,
+    /// A GPU.
+    Gpu,
+}
+
+/// `[[system]]`: a DAE chip (with or without access units) or a GPU.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemSection {
+    /// Name in reports.
+    pub name: String,
+    /// DAE/CPU chip or GPU.
+    pub kind: SystemKind,
+    /// Free text for reports.
+    pub description: Option<String>,
+    /// Cores (DAE systems).
+    pub cores: Option<u32>,
+    /// The core (DAE systems).
+    pub core: Option<CoreSection>,
+    /// The access unit, or "none" for a plain CPU (DAE systems).
+    pub access_unit: Option<AccessUnitSetting>,
+    /// The memory (DAE systems).
+    pub memory: Option<MemorySection>,
+    /// The GPU (GPU systems).
+    pub gpu: Option<gpu_model::GpuConfig>,
+}
+
+/// `[system.core]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreSection {
+    /// Clock frequency.
+    pub clock: Frequency,
+    /// Instructions issued per cycle.
+    pub issue_width: u32,
+    /// L1D MSHRs: memory requests in flight.
+    pub max_outstanding: u32,
+    /// Cache line size.
+    pub line: ByteSize,
+    /// Vector register width in bits.
+    pub vector_bits: u32,
+    /// Latencies in core cycles.
+    pub latency_cycles: exec_core::Latencies,
+}
+
+/// `access_unit = "none"` or an `[system.access_unit]` table.
+#[derive(Debug, Clone)]
+pub enum AccessUnitSetting {
+    /// No access unit: the plain CPU.
+    None,
+    /// An access unit per core.
+    Unit(AccessUnitSection),
+}
+
+impl<'de> Deserialize<'de> for AccessUnitSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = AccessUnitSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"none\" or an access-unit table")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                if s == "none" {
+                    Ok(AccessUnitSetting::None)
+                } else {
+                    Err(E::custom(format!("\"{s}\" is not \"none\"; give \"none\" or an access-unit table")))
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
+                AccessUnitSection::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(AccessUnitSetting::Unit)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `[system.access_unit]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessUnitSection {
+    /// Total stream storage.
+    pub storage: ByteSize,
+    /// Line requests in flight.
+    pub max_outstanding: u32,
+    /// Line requests issued per cycle.
+    pub requests_per_cycle: u32,
+    /// Callback events written per cycle.
+    pub events_per_cycle: u32,
+    /// Output-queue capacity in entries.
+    pub outq_entries: u32,
+}
+
+/// `[system.memory]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySection {
+    /// Timing model; "simple" (fixed latency, bandwidth limit).
+    pub model: MemoryModel,
+    /// Access latency.
+    pub latency: TimeSpan,
+    /// Peak bandwidth.
+    pub bandwidth: Bandwidth,
+}
+
+/// Memory timing models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryModel {
+    /// Fixed latency plus a bandwidth limit.
+    Simple,
+}

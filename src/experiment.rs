@@ -1,0 +1,303 @@
+//! The experiment driver: from a config file to one result per (system, workload) pair.
+//!
+//! Loading checks everything before anything runs: syntax, units, unknown keys, ranges, and
+//! references between sections, each error naming the file, line, key and value. Running keeps
+//! going when one pair fails (a fault, a deadlock): that pair's row carries the error and the
+//! others' results are kept.
+
+use crate::config::schema::{AccessUnitSetting, ExperimentFile, SystemKind, SystemSection};
+use crate::config::{ConfigError, Document};
+use crate::system::{AccessUnitSpec, DaeSystem, RunResult};
+use access_unit::AccessUnitConfig;
+use compiler::{CompiledWorkload, EmbeddingBagInstance, Target, TargetInfo, WorkloadSpec};
+use exec_core::CoreConfig;
+use gpu_model::{GatherShape, GpuConfig};
+use mem_model::SimpleMemoryConfig;
+use sim_core::{Clock, PS_PER_SECOND, SeedTree, Tick};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A system ready to run.
+#[derive(Debug, Clone)]
+pub enum SystemPlan {
+    /// Simulated cycle by cycle.
+    Dae(DaeSystem),
+    /// Estimated analytically.
+    Gpu(GpuConfig),
+}
+
+/// A loaded, validated experiment.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// The config file.
+    pub path: PathBuf,
+    /// Its contents.
+    pub file: ExperimentFile,
+    /// Its systems, in file order, with their names.
+    pub systems: Vec<(String, SystemPlan)>,
+    /// Output directory.
+    pub out_dir: PathBuf,
+    /// Simulated-time limit of each run.
+    pub max_sim_time: Tick,
+}
+
+/// Command-line settings that override the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Master seed.
+    pub seed: Option<u64>,
+    /// Output directory.
+    pub out: Option<PathBuf>,
+}
+
+fn required<'a, T>(doc: &Document, path: String, v: &'a Option<T>) -> Result<&'a T, ConfigError> {
+    v.as_ref().ok_or_else(|| doc.error_at(&path, "required for a system of kind \"dae\""))
+}
+
+fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, ConfigError> {
+    let at = |key: &str| format!("system[{i}].{key}");
+    let cores = *required(doc, at("cores"), &s.cores)?;
+    if cores == 0 || cores > 4096 {
+        return Err(doc.error_at(&at("cores"), "must be in 1..=4096"));
+    }
+    let c = required(doc, at("core"), &s.core)?;
+    let clock = Clock::new(c.clock).map_err(|e| doc.error_at(&at("core.clock"), e.to_string()))?;
+    let line = u32::try_from(c.line.bytes())
+        .ok()
+        .filter(|l| l.is_power_of_two() && (16..=4096).contains(l))
+        .ok_or_else(|| doc.error_at(&at("core.line"), "must be a power of two from 16B to 4KiB"))?;
+    if c.vector_bits == 0 || c.vector_bits % 32 != 0 || c.vector_bits > 2048 {
+        return Err(doc.error_at(&at("core.vector_bits"), "must be a multiple of 32 up to 2048"));
+    }
+    for (v, key) in [(c.issue_width, "core.issue_width"), (c.max_outstanding, "core.max_outstanding")] {
+        if v == 0 {
+            return Err(doc.error_at(&at(key), "must be at least 1"));
+        }
+    }
+    let l = c.latency_cycles;
+    for (v, key) in [
+        (l.alu, "alu"),
+        (l.mul, "mul"),
+        (l.div, "div"),
+        (l.vector, "vector"),
+        (l.queue_pop, "queue_pop"),
+        (l.queue_load, "queue_load"),
+    ] {
+        if v == 0 {
+            return Err(doc.error_at(&at(&format!("core.latency_cycles.{key}")), "must be at least 1 cycle"));
+        }
+    }
+    let core = CoreConfig {
+        clock,
+        issue_width: c.issue_width,
+        max_outstanding: c.max_outstanding,
+        line_bytes: line,
+        latency: l,
+    };
+    let access_unit = match required(doc, at("access_unit"), &s.access_unit)? {
+        AccessUnitSetting::None => None,
+        AccessUnitSetting::Unit(a) => {
+            for (v, key) in [
+                (a.max_outstanding, "max_outstanding"),
+                (a.requests_per_cycle, "requests_per_cycle"),
+                (a.events_per_cycle, "events_per_cycle"),
+                (a.outq_entries, "outq_entries"),
+            ] {
+                if v == 0 {
+                    return Err(doc.error_at(&at(&format!("access_unit.{key}")), "must be at least 1"));
+                }
+            }
+            if a.storage.bytes() < 64 {
+                return Err(doc.error_at(&at("access_unit.storage"), "must be at least 64B"));
+            }
+            Some(AccessUnitSpec {
+                unit: AccessUnitConfig {
+                    clock,
+                    storage: a.storage,
+                    max_outstanding: a.max_outstanding,
+                    line_bytes: line,
+                    requests_per_cycle: a.requests_per_cycle,
+                    events_per_cycle: a.events_per_cycle,
+                },
+                outq_entries: a.outq_entries,
+            })
+        }
+    };
+    let m = required(doc, at("memory"), &s.memory)?;
+    if m.bandwidth.bytes_per_second() == 0 {
+        return Err(doc.error_at(&at("memory.bandwidth"), "must be above zero"));
+    }
+    let memory = SimpleMemoryConfig { latency: m.latency, bandwidth: m.bandwidth };
+    Ok(DaeSystem { cores, core, vector_lanes: c.vector_bits / 32, access_unit, memory })
+}
+
+fn gpu_system(doc: &Document, i: usize, g: &Option<GpuConfig>) -> Result<GpuConfig, ConfigError> {
+    let cfg = g.ok_or_else(|| doc.error_at(&format!("system[{i}].gpu"), "required for kind = \"gpu\""))?;
+    cfg.validate().map_err(|e| {
+        let gpu_model::GpuError::Range { field, why, .. } = e;
+        doc.error_at(&format!("system[{i}].gpu.{field}"), why)
+    })?;
+    Ok(cfg)
+}
+
+impl Experiment {
+    /// Loads and validates `path`, applying `overrides`.
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let mut doc = Document::load(path)?;
+        if let Some(seed) = overrides.seed {
+            let seed = i64::try_from(seed)
+                .map_err(|_| doc.error_at("experiment.seed", "--seed must fit 63 bits"))?;
+            doc.set("experiment.seed", toml::Value::Integer(seed))?;
+        }
+        let file: ExperimentFile = doc.deserialize()?;
+        if file.system.is_empty() {
+            return Err(doc.error_at("system", "the experiment has no [[system]]"));
+        }
+        if file.workload.is_empty() {
+            return Err(doc.error_at("workload", "the experiment has no [[workload]]"));
+        }
+        let mut systems = Vec::new();
+        for (i, s) in file.system.iter().enumerate() {
+            if systems.iter().any(|(n, _)| n == &s.name) {
+                return Err(doc.error_at(&format!("system[{i}].name"), "two systems have this name"));
+            }
+            let plan = match s.kind {
+                SystemKind::Dae => SystemPlan::Dae(dae_system(&doc, i, s)?),
+                SystemKind::Gpu => SystemPlan::Gpu(gpu_system(&doc, i, &s.gpu)?),
+            };
+            systems.push((s.name.clone(), plan));
+        }
+        for (i, w) in file.workload.iter().enumerate() {
+            w.validate()
+                .map_err(|e| doc.error_at(&format!("workload[{i}].{}", e.field), e.message.clone()))?;
+            if file.workload[..i].iter().any(|o| o.name == w.name) {
+                return Err(doc.error_at(&format!("workload[{i}].name"), "two workloads have this name"));
+            }
+        }
+        if let Some(b) = &file.report.baseline
+            && !systems.iter().any(|(n, _)| n == b)
+        {
+            return Err(doc.error_at("report.baseline", format!("no system is named \"{b}\"")));
+        }
+        let out_dir = overrides.out.clone().unwrap_or_else(|| match &file.experiment.output {
+            Some(o) => PathBuf::from(o),
+            None => PathBuf::from("out").join(&file.experiment.name),
+        });
+        let max_sim_time = file.experiment.max_sim_time.map_or(PS_PER_SECOND, |t| t.ps());
+        Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time })
+    }
+}
+
+/// The result of one (system, workload) pair.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// System name.
+    pub system: String,
+    /// Workload name.
+    pub workload: String,
+    /// "cycle-level" or "analytic".
+    pub model: &'static str,
+    /// The measurements, or why there are none.
+    pub result: Result<Measured, String>,
+    /// Host seconds the pair took (not part of results.json: it varies run to run).
+    pub host_seconds: f64,
+}
+
+/// The figures of one pair.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Simulated (or estimated) time.
+    pub time: Tick,
+    /// Lookups performed.
+    pub lookups: u64,
+    /// Bytes moved to and from memory.
+    pub bytes: u64,
+    /// Lookup latency percentiles in ps: p50, p99, mean.
+    pub latency: (u64, u64, f64),
+    /// Functional check: `Some(Ok)` verified, `Some(Err)` mismatch, `None` not computed.
+    pub verified: Option<Result<(), String>>,
+    /// Engine events (cycle-level runs).
+    pub events: u64,
+    /// Every statistic (cycle-level runs).
+    pub stats: Option<serde_json::Value>,
+}
+
+fn measured(r: RunResult) -> Measured {
+    let h = &r.lookup_latency;
+    Measured {
+        time: r.sim_time,
+        lookups: r.lookups,
+        bytes: r.bytes,
+        latency: (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()),
+        verified: Some(r.verified),
+        events: r.events,
+        stats: Some(r.stats),
+    }
+}
+
+/// Runs one workload on one system.
+pub fn run_pair(
+    max_sim_time: Tick,
+    plan: &SystemPlan,
+    spec: &WorkloadSpec,
+    inst: &EmbeddingBagInstance,
+    reference: &[f32],
+) -> Result<Measured, String> {
+    match plan {
+        SystemPlan::Dae(sys) => {
+            let target = TargetInfo {
+                target: if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly },
+                cores: sys.cores,
+                vector_lanes: sys.vector_lanes,
+            };
+            let compiled: CompiledWorkload =
+                compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
+            crate::system::run(sys, &compiled, reference, max_sim_time)
+                .map(measured)
+                .map_err(|e| e.to_string())
+        }
+        SystemPlan::Gpu(cfg) => {
+            let shape = GatherShape {
+                lookups: spec.lookups(),
+                distinct_rows: crate::gpu::distinct_rows(spec, inst),
+                row_bytes: spec.row_bytes(),
+                bags: spec.bags(),
+            };
+            let e = gpu_model::estimate(cfg, &shape);
+            Ok(Measured {
+                time: e.time,
+                lookups: spec.lookups(),
+                bytes: e.dram_bytes,
+                latency: (e.latency, e.latency, e.latency as f64),
+                verified: None,
+                events: 0,
+                stats: None,
+            })
+        }
+    }
+}
+
+/// Runs every (system, workload) pair; `progress` hears about each pair as it ends.
+pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
+    let seeds = SeedTree::new(exp.file.experiment.seed);
+    let mut out = Vec::new();
+    for spec in &exp.file.workload {
+        let inst = EmbeddingBagInstance::generate(spec, &seeds);
+        let reference = inst.reference(spec);
+        for (name, plan) in &exp.systems {
+            let t0 = Instant::now();
+            let result = run_pair(exp.max_sim_time, plan, spec, &inst, &reference);
+            let model = if matches!(plan, SystemPlan::Gpu(_)) { "analytic" } else { "cycle-level" };
+            let o = Outcome {
+                system: name.clone(),
+                workload: spec.name.clone(),
+                model,
+                result,
+                host_seconds: t0.elapsed().as_secs_f64(),
+            };
+            progress(&o);
+            out.push(o);
+        }
+    }
+    out
+}

@@ -1,0 +1,150 @@
+//! Reports: the terminal table and `results.json`.
+//!
+//! `results.json` holds only simulated figures (no host timings), so the same config and seed
+//! give a byte-identical file. It is written to a temporary file and renamed into place, so an
+//! interrupted run never leaves a truncated one.
+
+use crate::experiment::{Experiment, Outcome};
+use serde_json::{Value, json};
+use sim_core::PS_PER_SECOND;
+use std::fmt::Write;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Simulated time in a readable unit.
+pub fn fmt_time(ps: u64) -> String {
+    let ps = ps as f64;
+    match ps {
+        p if p >= 1e12 => format!("{:.3} s", p / 1e12),
+        p if p >= 1e9 => format!("{:.3} ms", p / 1e9),
+        p if p >= 1e6 => format!("{:.3} us", p / 1e6),
+        p => format!("{:.1} ns", p / 1e3),
+    }
+}
+
+fn fmt_rate(per_s: f64) -> String {
+    match per_s {
+        r if r >= 1e9 => format!("{:.2} G", r / 1e9),
+        r if r >= 1e6 => format!("{:.2} M", r / 1e6),
+        r if r >= 1e3 => format!("{:.2} k", r / 1e3),
+        r => format!("{r:.0}"),
+    }
+}
+
+fn per_second(count: u64, ps: u64) -> f64 {
+    if ps == 0 { 0.0 } else { count as f64 * PS_PER_SECOND as f64 / ps as f64 }
+}
+
+/// Speedup of each outcome over the baseline system on the same workload.
+fn speedup(exp: &Experiment, all: &[Outcome], o: &Outcome) -> Option<f64> {
+    let base = exp.file.report.baseline.as_ref()?;
+    let b = all.iter().find(|b| &b.system == base && b.workload == o.workload)?;
+    match (&b.result, &o.result) {
+        (Ok(b), Ok(m)) if m.time > 0 => Some(b.time as f64 / m.time as f64),
+        _ => None,
+    }
+}
+
+/// The terminal table.
+pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
+    let base = exp.file.report.baseline.clone().unwrap_or_default();
+    let header = [
+        "system".to_string(),
+        "workload".into(),
+        "model".into(),
+        "sim time".into(),
+        "lookups/s".into(),
+        "GB/s".into(),
+        "p50 lat".into(),
+        "p99 lat".into(),
+        if base.is_empty() { "speedup".into() } else { format!("vs {base}") },
+        "verified".into(),
+    ];
+    let mut rows = vec![header.to_vec()];
+    for o in all {
+        let mut r = vec![o.system.clone(), o.workload.clone(), o.model.to_string()];
+        match &o.result {
+            Ok(m) => {
+                r.push(fmt_time(m.time));
+                r.push(fmt_rate(per_second(m.lookups, m.time)));
+                r.push(format!("{:.1}", per_second(m.bytes, m.time) / 1e9));
+                r.push(fmt_time(m.latency.0));
+                r.push(fmt_time(m.latency.1));
+                r.push(speedup(exp, all, o).map_or("-".into(), |s| format!("{s:.2}x")));
+                r.push(match &m.verified {
+                    Some(Ok(())) => "verified".into(),
+                    Some(Err(_)) => "MISMATCH".into(),
+                    None => "n/a".into(),
+                });
+            }
+            Err(e) => {
+                r.push(format!("FAILED: {}", e.lines().next().unwrap_or("")));
+                r.extend(std::iter::repeat_n(String::new(), 6));
+            }
+        }
+        rows.push(r);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r.get(c).map_or(0, |s| s.len())).max().unwrap_or(0))
+        .collect();
+    let mut t = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(s, w)| format!("{s:<w$}")).collect();
+        let _ = writeln!(t, "{}", cells.join("  ").trim_end());
+        if i == 0 {
+            let _ = writeln!(t, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+        }
+    }
+    t
+}
+
+/// The content of `results.json`.
+pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
+    let runs: Vec<Value> = all
+        .iter()
+        .map(|o| {
+            let mut v = json!({ "system": o.system, "workload": o.workload, "model": o.model });
+            match &o.result {
+                Ok(m) => {
+                    v["sim_time_ps"] = json!(m.time);
+                    v["lookups"] = json!(m.lookups);
+                    v["lookups_per_second"] = json!(per_second(m.lookups, m.time));
+                    v["bytes"] = json!(m.bytes);
+                    v["achieved_gb_per_s"] = json!(per_second(m.bytes, m.time) / 1e9);
+                    v["lookup_latency_ps"] =
+                        json!({ "p50": m.latency.0, "p99": m.latency.1, "mean": m.latency.2 });
+                    v["verified"] = match &m.verified {
+                        Some(Ok(())) => json!(true),
+                        Some(Err(e)) => json!({ "mismatch": e }),
+                        None => Value::Null,
+                    };
+                    v["speedup_vs_baseline"] = json!(speedup(exp, all, o));
+                    v["events"] = json!(m.events);
+                    if let Some(s) = &m.stats {
+                        v["stats"] = s.clone();
+                    }
+                }
+                Err(e) => v["error"] = json!(e),
+            }
+            v
+        })
+        .collect();
+    json!({
+        "experiment": exp.file.experiment.name,
+        "seed": exp.file.experiment.seed,
+        "baseline": exp.file.report.baseline,
+        "runs": runs,
+    })
+}
+
+/// Writes `value` as pretty JSON to `dir/name`, atomically (temporary file, then rename).
+pub fn write_json(dir: &Path, name: &str, value: &Value) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+    text.push('\n');
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}

@@ -1,0 +1,81 @@
+//! Bad configs give one clear error line naming file, line, key and value; never a panic.
+
+mod common;
+
+use common::{dae_sim, small_experiment, temp_dir};
+
+/// Runs dae-sim on `config` and returns its stderr, asserting a clean failure.
+fn fails(config: &std::path::Path) -> String {
+    let o = dae_sim(&["--config", config.to_str().unwrap(), "--quiet"]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    err
+}
+
+#[test]
+fn malformed_toml_names_file_line_and_column() {
+    let dir = temp_dir("malformed");
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "[experiment]\nname = \"x\"\nseed = = 3\n").unwrap();
+    let err = fails(&path);
+    assert!(err.contains(&format!("{}:3:", path.display())), "{err}");
+    assert!(err.contains("invalid TOML"), "{err}");
+}
+
+#[test]
+fn unknown_key_is_named_with_a_suggestion() {
+    let dir = temp_dir("unknown-key");
+    let cfg = small_experiment(&dir, "");
+    let text =
+        std::fs::read_to_string(&cfg).unwrap().replace("cores = 4\naccess_unit", "cors = 4\naccess_unit");
+    std::fs::write(&cfg, text).unwrap();
+    let err = fails(&cfg);
+    assert!(err.contains("system[1].cors: unknown field `cors`"), "{err}");
+    assert!(err.contains("(did you mean `cores`?)"), "{err}");
+    assert!(err.contains(&format!("{}:13:1", cfg.display())), "{err}");
+}
+
+#[test]
+fn a_missing_unit_is_named_with_the_value() {
+    let dir = temp_dir("missing-unit");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("cores = 4\naccess_unit = \"none\"", "cores = 4\naccess_unit = \"none\"\ncore.clock = 3");
+    std::fs::write(&cfg, text).unwrap();
+    let err = fails(&cfg);
+    assert!(err.contains("system[1].core.clock: missing unit in 3"), "{err}");
+    assert!(err.contains("\"3GHz\""), "{err}");
+}
+
+#[test]
+fn a_wrong_unit_and_an_impossible_value_are_named() {
+    let dir = temp_dir("wrong-unit");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("cores = 4\naccess_unit = \"none\"", "cores = 0\naccess_unit = \"none\"");
+    std::fs::write(&cfg, text).unwrap();
+    let err = fails(&cfg);
+    assert!(err.contains("system[1].cores: must be in 1..=4096 (value: 0)"), "{err}");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("cores = 0", "cores = 2\nmemory.latency = \"120 nsec\"");
+    std::fs::write(&cfg, text).unwrap();
+    let err = fails(&cfg);
+    assert!(err.contains("system[1].memory.latency: unknown unit \"nsec\""), "{err}");
+}
+
+#[test]
+fn a_missing_config_and_a_bad_baseline_are_errors() {
+    let err = fails(std::path::Path::new("/nonexistent/experiment.toml"));
+    assert!(err.contains("/nonexistent/experiment.toml: cannot read"), "{err}");
+    let dir = temp_dir("baseline");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace("baseline = \"h100\"", "baseline = \"a100\"");
+    std::fs::write(&cfg, text).unwrap();
+    let err = fails(&cfg);
+    assert!(err.contains("report.baseline: no system is named \"a100\""), "{err}");
+}
