@@ -94,3 +94,22 @@ fn compile_prints_both_programs() {
     assert!(text.starts_with(".au\ntu t0 = dense 0..16\n"), "{text}");
     assert!(text.contains("load.row 256") && text.contains("pop_control r1"), "{text}");
 }
+
+#[test]
+fn run_subcommand_equals_the_default_command_and_config_is_required() {
+    let dir = temp_dir("subcommand");
+    let cfg = small_experiment(&dir, "");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let o = dae_sim(&["run", "--config", cfg.to_str().unwrap(), "--out", a.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty(), "--quiet prints nothing to stderr");
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", b.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success());
+    assert_eq!(
+        std::fs::read(a.join("results.json")).unwrap(),
+        std::fs::read(b.join("results.json")).unwrap()
+    );
+    let o = dae_sim(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("use --config FILE"));
+}
