@@ -544,8 +544,7 @@ where
                 let addr = (it.addr[k] / line + it.lines_issued[k] as u64) * line;
                 // id: level (8 bits) | local stream (8 bits) | iteration seq (48 bits).
                 let id = ((l as u64) << 56) | ((k as u64) << 48) | (seq & ((1 << 48) - 1));
-                let req =
-                    MemRequest { id, addr, bytes: self.cfg.line_bytes, write: false, issued: ctx.now() };
+                let req = MemRequest::read(id, addr, self.cfg.line_bytes, ctx.now());
                 if ctx.send(self.ports.mem_req, M::wrap(req)).is_err() {
                     return any;
                 }

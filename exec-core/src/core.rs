@@ -894,6 +894,7 @@ where
                 bytes: self.cfg.line_bytes,
                 write: line.write,
                 issued: ctx.now(),
+                non_temporal: false,
             };
             if ctx.send(self.ports.mem_req, <M as Carries<MemRequest>>::wrap(req)).is_err() {
                 // Woken with Wake::Space when the link frees a slot.

@@ -15,6 +15,8 @@ pub struct MemRequest {
     pub write: bool,
     /// Tick at which the requester issued it (latency is measured end to end from here).
     pub issued: Tick,
+    /// The data will not be reused soon: caches bypass it or insert it at LRU.
+    pub non_temporal: bool,
 }
 
 /// The answer to a [`MemRequest`]: for a read the data is ready, for a write it is accepted.
@@ -33,6 +35,16 @@ pub struct MemResponse {
 }
 
 impl MemRequest {
+    /// A read of `bytes` at `addr`.
+    pub fn read(id: u64, addr: u64, bytes: u32, issued: Tick) -> Self {
+        Self { id, addr, bytes, write: false, issued, non_temporal: false }
+    }
+
+    /// A write of `bytes` at `addr`.
+    pub fn write(id: u64, addr: u64, bytes: u32, issued: Tick) -> Self {
+        Self { id, addr, bytes, write: true, issued, non_temporal: false }
+    }
+
     /// The response that completes this request.
     pub fn respond(&self) -> MemResponse {
         MemResponse {

@@ -41,13 +41,7 @@ impl Component for Node {
                     r.answers.push((a.id, ctx.now()));
                 }
                 while r.sent < r.n {
-                    let m = MemRequest {
-                        id: r.sent,
-                        addr: r.sent * 64,
-                        bytes: r.bytes,
-                        write: false,
-                        issued: ctx.now(),
-                    };
+                    let m = MemRequest::read(r.sent, r.sent * 64, r.bytes, ctx.now());
                     if ctx.send(r.req, Msg::Req(m)).is_err() {
                         break;
                     }
