@@ -11,9 +11,12 @@
 //! Caches and the bank-level HBM model replace it in later work without changing the request
 //! interface.
 
+pub mod cache;
+pub mod dram;
 pub mod image;
 pub mod request;
 pub mod simple;
+pub mod trace;
 
 pub use image::{Backing, MemoryImage, Region, RegionId};
 pub use request::{MemRequest, MemResponse};
