@@ -3,12 +3,17 @@
 //! dae-sim is execution-driven: the indices the access unit loads decide which rows it fetches
 //! next, so memory must hold real values. The image is a set of non-overlapping regions, each
 //! backed by an array of 32-bit words (offsets, indices), by a procedural f32 table (every
-//! element computed from seed, table, row and column, so a 100 GB table costs nothing), or by
-//! zeros (output buffers, whose values live with the core that writes them). The image is
-//! read-only during a run and shared by every component that reads it.
+//! element computed from seed, table, row and column, so a 100 GB table costs nothing), by a
+//! file (read on demand at the element's offset, so a table on disk costs no host memory
+//! either), or by zeros (output buffers, whose values live with the core that writes them). The
+//! image is read-only during a run and shared by every component that reads it.
 
 use crate::MemError;
 use sim_core::procedural::table_value;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Index of a region in its image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -28,8 +33,50 @@ pub enum Backing {
         /// Columns per row.
         dim: u32,
     },
+    /// Little-endian 32-bit words read from a file on demand.
+    File(Arc<FileBacking>),
     /// Zeros: write-only buffers whose contents are tracked by their writer.
     Zero,
+}
+
+/// An open file whose bytes back a region, from `offset` on.
+#[derive(Debug)]
+pub struct FileBacking {
+    path: PathBuf,
+    file: File,
+    offset: u64,
+    len: u64,
+}
+
+impl FileBacking {
+    /// Opens `path`; the region's byte 0 is the file's byte `offset`.
+    pub fn open(path: &Path, offset: u64) -> Result<Self, MemError> {
+        let io =
+            |e: std::io::Error| MemError::Io { path: path.display().to_string(), message: e.to_string() };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        Ok(Self { path: path.to_path_buf(), file, offset, len })
+    }
+
+    /// Bytes available from `offset` to the end of the file.
+    pub fn available(&self) -> u64 {
+        self.len.saturating_sub(self.offset)
+    }
+
+    fn read_u32(&self, at: u64) -> Result<u32, MemError> {
+        let mut b = [0u8; 4];
+        self.file
+            .read_exact_at(&mut b, self.offset + at)
+            .map_err(|e| MemError::Io { path: self.path.display().to_string(), message: e.to_string() })?;
+        Ok(u32::from_le_bytes(b))
+    }
+}
+
+/// Two file backings are the same when they read the same bytes of the same path.
+impl PartialEq for FileBacking {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.offset == other.offset
+    }
 }
 
 /// A named address range of the image.
@@ -78,6 +125,20 @@ impl MemoryImage {
         {
             return Err(MemError::Size { name: region.name, size: region.size, words: w.len() as u64 });
         }
+        if let Backing::File(f) = &region.backing
+            && f.available() < region.size
+        {
+            return Err(MemError::Io {
+                path: f.path.display().to_string(),
+                message: format!(
+                    "holds {} B from offset {}, region {} needs {}",
+                    f.available(),
+                    f.offset,
+                    region.name,
+                    region.size
+                ),
+            });
+        }
         // Every stored region ends at or below 2^64 (checked above), so `r.base + r.size` fits.
         if let Some(old) = self.regions.iter().find(|r| region.base < r.base + r.size && r.base < end) {
             return Err(MemError::Overlap {
@@ -123,6 +184,7 @@ impl MemoryImage {
             Backing::Procedural { seed, table, dim } => {
                 table_value(*seed, *table, i / *dim as u64, (i % *dim as u64) as u32).to_bits()
             }
+            Backing::File(f) => return f.read_u32(i * 4),
             Backing::Zero => 0,
         })
     }
@@ -163,6 +225,22 @@ mod tests {
         // Row 1000, column 5 of a 100 GiB procedural table.
         let addr = (1 << 40) + (1000 * 64 + 5) * 4;
         assert_eq!(m.read_f32(addr).unwrap(), table_value(3, 1, 1000, 5));
+    }
+
+    #[test]
+    fn reads_file_backed_words_on_demand() {
+        let path = std::env::temp_dir().join(format!("dae-sim-image-{}.bin", std::process::id()));
+        let words: Vec<u8> = [7u32, 8, 9].iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(&path, &words).unwrap();
+        let mut m = MemoryImage::new();
+        let f = Arc::new(FileBacking::open(&path, 4).unwrap());
+        m.add(Region { name: "f".into(), base: 0x100, size: 8, backing: Backing::File(f.clone()) }).unwrap();
+        assert_eq!((m.read_u32(0x100).unwrap(), m.read_u32(0x104).unwrap()), (8, 9));
+        let e =
+            m.add(Region { name: "g".into(), base: 0x200, size: 12, backing: Backing::File(f) }).unwrap_err();
+        assert!(e.to_string().contains("holds 8 B from offset 4, region g needs 12"), "{e}");
+        assert!(FileBacking::open(Path::new("/nonexistent/x"), 0).is_err());
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

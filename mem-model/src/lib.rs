@@ -18,7 +18,7 @@ pub mod request;
 pub mod simple;
 pub mod trace;
 
-pub use image::{Backing, MemoryImage, Region, RegionId};
+pub use image::{Backing, FileBacking, MemoryImage, Region, RegionId};
 pub use request::{MemRequest, MemResponse};
 pub use simple::{SimpleMemory, SimpleMemoryConfig};
 
@@ -54,6 +54,14 @@ pub enum MemError {
         size: u64,
         /// The region it collides with.
         old: String,
+    },
+    /// A file backing could not be read.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
     },
     /// A word-backed region's size does not match its words.
     #[error("region {name} is {size} B but holds {words} words (4 B each)")]
