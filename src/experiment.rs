@@ -5,16 +5,20 @@
 //! going when one pair fails (a fault, a deadlock): that pair's row carries the error and the
 //! others' results are kept.
 
-use crate::config::schema::{AccessUnitSetting, ExperimentFile, SystemKind, SystemSection};
+use crate::config::schema::{
+    AccessUnitSetting, Attach, ExperimentFile, MemoryModel, SystemKind, SystemSection,
+};
 use crate::config::{ConfigError, Document};
-use crate::system::{AccessUnitSpec, DaeSystem, RunResult};
+use crate::system::{AccessUnitSpec, AttachPoint, CachePlan, DaeSystem, MemoryPlan, RunResult};
 use access_unit::AccessUnitConfig;
 use compiler::{CompiledWorkload, EmbeddingBagInstance, Target, TargetInfo, WorkloadSpec};
 use exec_core::CoreConfig;
 use gpu_model::{GatherShape, GpuConfig};
 use mem_model::SimpleMemoryConfig;
+use mem_model::dram::DramSpec;
 use sim_core::{Clock, PS_PER_SECOND, SeedTree, Tick};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A system ready to run.
@@ -124,11 +128,60 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         }
     };
     let m = required(doc, at("memory"), &s.memory)?;
-    if m.bandwidth.bytes_per_second() == 0 {
-        return Err(doc.error_at(&at("memory.bandwidth"), "must be above zero"));
+    let memory = match m.model {
+        MemoryModel::Simple => {
+            let need =
+                |key: &str| doc.error_at(&at(&format!("memory.{key}")), "required for model = \"simple\"");
+            let latency = m.latency.ok_or_else(|| need("latency"))?;
+            let bandwidth = m.bandwidth.ok_or_else(|| need("bandwidth"))?;
+            if bandwidth.bytes_per_second() == 0 {
+                return Err(doc.error_at(&at("memory.bandwidth"), "must be above zero"));
+            }
+            MemoryPlan::Simple(SimpleMemoryConfig { latency, bandwidth })
+        }
+        MemoryModel::Dram => {
+            let preset = m.dram.clone().ok_or_else(|| {
+                doc.error_at(
+                    &at("memory.dram"),
+                    "required for model = \"dram\" (include a preset from configs/memory/)",
+                )
+            })?;
+            let spec =
+                DramSpec::from_preset(preset).map_err(|e| doc.error_at(&at("memory.dram"), e.to_string()))?;
+            MemoryPlan::Dram(Arc::new(spec))
+        }
+    };
+    let mut caches = CachePlan::default();
+    if let Some(cs) = &s.caches {
+        for (key, level) in [("l1d", &cs.l1d), ("l2", &cs.l2), ("llc", &cs.llc)] {
+            if let Some(cfg) = level {
+                cfg.geometry().map_err(|e| doc.error_at(&at(&format!("caches.{key}")), e.to_string()))?;
+                if cfg.line.bytes() != line as u64 {
+                    return Err(doc.error_at(
+                        &at(&format!("caches.{key}.line")),
+                        format!("must equal core.line ({line} B)"),
+                    ));
+                }
+            }
+        }
+        caches = CachePlan {
+            l1d: cs.l1d.clone(),
+            l2: cs.l2.clone(),
+            llc: cs.llc.clone(),
+            llc_banks: cs.llc_banks.unwrap_or(0),
+            noc: s.noc.clone(),
+        };
     }
-    let memory = SimpleMemoryConfig { latency: m.latency, bandwidth: m.bandwidth };
-    Ok(DaeSystem { cores, core, vector_lanes: c.vector_bits / 32, access_unit, memory })
+    let attach = match &s.access_unit {
+        Some(AccessUnitSetting::Unit(a)) if a.attach == Attach::L2 => {
+            if caches.l2.is_none() {
+                return Err(doc.error_at(&at("access_unit.attach"), "\"l2\" needs a caches.l2 level"));
+            }
+            AttachPoint::L2
+        }
+        _ => AttachPoint::Llc,
+    };
+    Ok(DaeSystem { cores, core, vector_lanes: c.vector_bits / 32, access_unit, attach, caches, memory })
 }
 
 fn gpu_system(doc: &Document, i: usize, g: &Option<GpuConfig>) -> Result<GpuConfig, ConfigError> {
@@ -237,6 +290,7 @@ fn measured(r: RunResult) -> Measured {
 
 /// Runs one workload on one system.
 pub fn run_pair(
+    seeds: &SeedTree,
     max_sim_time: Tick,
     plan: &SystemPlan,
     spec: &WorkloadSpec,
@@ -252,7 +306,7 @@ pub fn run_pair(
             };
             let compiled: CompiledWorkload =
                 compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
-            crate::system::run(sys, &compiled, reference, max_sim_time)
+            crate::system::run(sys, &compiled, reference, max_sim_time, seeds)
                 .map(measured)
                 .map_err(|e| e.to_string())
         }
@@ -286,7 +340,7 @@ pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome>
         let reference = inst.reference(spec);
         for (name, plan) in &exp.systems {
             let t0 = Instant::now();
-            let result = run_pair(exp.max_sim_time, plan, spec, &inst, &reference);
+            let result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
             let model = if matches!(plan, SystemPlan::Gpu(_)) { "analytic" } else { "cycle-level" };
             let o = Outcome {
                 system: name.clone(),

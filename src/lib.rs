@@ -7,5 +7,6 @@
 pub mod config;
 pub mod experiment;
 pub mod gpu;
+pub mod mem_frontend;
 pub mod report;
 pub mod system;

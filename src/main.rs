@@ -4,10 +4,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use dae_sim::config::Document;
 use dae_sim::experiment::{self, Experiment, Overrides};
+use dae_sim::mem_frontend;
 use dae_sim::report;
-use sim_core::SeedTree;
+use mem_model::trace::{Pattern, TraceFormat};
+use sim_core::{ByteSize, SeedTree};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -32,6 +35,9 @@ enum Command {
     Run(RunArgs),
     /// Compile a workload and print the generated programs.
     Compile(CompileArgs),
+    /// Drive the memory system alone from a trace file or a traffic generator.
+    #[command(after_help = MEM_EXAMPLES)]
+    Mem(MemArgs),
     /// Measure the simulator's own speed.
     Bench {
         /// What to measure.
@@ -92,6 +98,88 @@ enum Emit {
 enum BenchTarget {
     /// Events per second: a ping-pong pair and a 64-leaf fan-out/fan-in.
     Engine,
+    /// Requests per host second of the HBM3-6400 model: 1M random and 1M streaming reads.
+    Mem,
+}
+
+const MEM_EXAMPLES: &str = "\
+Examples:
+  dae-sim mem --memory hbm3-6400                                     100k random 64 B reads, as fast as accepted
+  dae-sim mem --memory configs/memory/hbm3-6400.toml --pattern stream --read-ratio 0.7 --rate 4
+  dae-sim mem --memory hbm3-6400 --trace traces/example.dramsim3.trace --format dramsim3
+  dae-sim mem --memory hbm3-6400 --latency-curve                     bandwidth-latency curves, 100-50% reads";
+
+/// Requests of a generated single run, unless --requests says otherwise.
+const MEM_REQUESTS: u64 = 100_000;
+
+#[derive(Args, Debug)]
+struct MemArgs {
+    /// Memory: a TOML file, or the name of a preset in configs/memory/ (such as hbm3-6400).
+    #[arg(long, value_name = "FILE|NAME")]
+    memory: String,
+    /// Trace file to replay instead of generated traffic.
+    #[arg(long, value_name = "FILE", requires = "format", conflicts_with_all = ["pattern", "read_ratio", "latency_curve"])]
+    trace: Option<PathBuf>,
+    /// Format of --trace.
+    #[arg(long, value_enum, requires = "trace")]
+    format: Option<FormatArg>,
+    /// Generated traffic: uniformly random or streaming (sequential) addresses [default: random].
+    #[arg(long, value_enum)]
+    pattern: Option<PatternArg>,
+    /// Generated requests [default: 100000; with --latency-curve, per point: enough for 1.25
+    /// refresh intervals of simulated time at the point's rate].
+    #[arg(long, value_name = "N")]
+    requests: Option<u64>,
+    /// Fraction of generated requests that are reads, 0 to 1 [default: 1].
+    #[arg(long, value_name = "R")]
+    read_ratio: Option<f64>,
+    /// Injection rate in requests per ns, or "max" (as fast as the memory accepts) [default: the
+    /// trace's timestamps, else max].
+    #[arg(long, value_name = "X|max")]
+    rate: Option<mem_frontend::Rate>,
+    /// Bytes per request (generated requests, and trace records without a size).
+    #[arg(long, value_name = "SIZE", default_value = "64B")]
+    size: ByteSize,
+    /// Most requests in flight [default: peak bandwidth x 1 us / size].
+    #[arg(long, value_name = "N")]
+    in_flight: Option<u32>,
+    /// Master seed of the generators.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Output directory for mem-results.json or latency-curve.json.
+    #[arg(long, value_name = "DIR", default_value = "out/mem")]
+    out: PathBuf,
+    /// Print the JSON report on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Sweep the injection rate of random traffic at 100, 90, 80, 70, 60 and 50% reads.
+    #[arg(long)]
+    latency_curve: bool,
+    /// Injection rates per read ratio in --latency-curve (5% to 125% of the saturation
+    /// bandwidth measured at --rate max).
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "latency_curve")]
+    points: u32,
+    /// No host-speed line on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum FormatArg {
+    /// `0xADDR READ|WRITE CYCLE` lines.
+    Dramsim3,
+    /// Ramulator 2 LoadStoreTrace: `LD|ST ADDR` lines.
+    Ramulator,
+    /// dae-sim's binary format (traces/README.md).
+    Binary,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum PatternArg {
+    /// Uniformly random, request-aligned addresses over the whole memory.
+    Random,
+    /// Sequential addresses.
+    Stream,
 }
 
 fn run(args: &RunArgs) -> Result<bool> {
@@ -184,6 +272,119 @@ fn bench_engine() -> Result<()> {
     Ok(())
 }
 
+fn mem(args: &MemArgs) -> Result<()> {
+    use mem_frontend::{CurveOptions, RunOptions, Traffic};
+    let path = mem_frontend::resolve_memory(&args.memory)?;
+    let preset = mem_frontend::load_memory(&path)?;
+    let bytes =
+        u32::try_from(args.size.bytes()).map_err(|_| anyhow!("--size {}: at most 4 GiB", args.size))?;
+    if args.latency_curve {
+        let opts = CurveOptions {
+            points: args.points,
+            requests: args.requests,
+            bytes,
+            in_flight: args.in_flight,
+            seed: args.seed,
+        };
+        let t0 = Instant::now();
+        let curve = mem_frontend::latency_curve(&preset, &opts)?;
+        let host = t0.elapsed().as_secs_f64();
+        let value = mem_frontend::curve_json(&preset, &opts, &curve);
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        } else {
+            print!("{}", mem_frontend::curve_table(&preset, &curve));
+        }
+        let file = report::write_json(&args.out, "latency-curve.json", &value)
+            .with_context(|| format!("writing latency-curve.json into {}", args.out.display()))?;
+        if !args.quiet {
+            let requests = curve.requests();
+            eprintln!(
+                "{} points, {requests} requests in {host:.2} s ({:.2} M requests per host second); results: {}",
+                curve.points.len(),
+                requests as f64 / host.max(1e-9) / 1e6,
+                file.display()
+            );
+        }
+        return Ok(());
+    }
+    let traffic = match (&args.trace, args.format) {
+        (Some(path), Some(format)) => Traffic::Trace {
+            path: path.clone(),
+            format: match format {
+                FormatArg::Dramsim3 => TraceFormat::DramSim3,
+                FormatArg::Ramulator => TraceFormat::Ramulator,
+                FormatArg::Binary => TraceFormat::Binary,
+            },
+        },
+        _ => Traffic::Generated {
+            pattern: match args.pattern.unwrap_or(PatternArg::Random) {
+                PatternArg::Random => Pattern::Random,
+                PatternArg::Stream => Pattern::Stream,
+            },
+            requests: args.requests.unwrap_or(MEM_REQUESTS),
+            read_ratio: args.read_ratio.unwrap_or(1.0),
+        },
+    };
+    let opts = RunOptions {
+        rate: args.rate.unwrap_or(mem_frontend::Rate::Auto),
+        bytes,
+        in_flight: args.in_flight,
+        seed: args.seed,
+    };
+    let run = mem_frontend::run(&preset, &traffic, &opts)?;
+    let value = mem_frontend::json(&preset, &traffic, &opts, &run);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", mem_frontend::table(&preset, &traffic, &opts, &run));
+    }
+    let file = report::write_json(&args.out, "mem-results.json", &value)
+        .with_context(|| format!("writing mem-results.json into {}", args.out.display()))?;
+    if !args.quiet {
+        eprintln!(
+            "host speed: {:.2} M requests/s ({} requests, {} events in {:.3} s); results: {}",
+            run.host_requests_per_s() / 1e6,
+            run.driver.requests(),
+            run.events,
+            run.host_seconds,
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+fn bench_mem() -> Result<()> {
+    use mem_model::dram::bench::{self as dram_bench, BenchConfig, Pattern as BenchPattern};
+    let preset = mem_frontend::load_memory(&mem_frontend::resolve_memory("hbm3-6400")?)?;
+    let mem_frontend::MemoryModel::Dram(spec) = &preset.model else {
+        bail!("{}: not a DRAM preset", preset.file.display());
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (reps, requests) = (3, 1_000_000);
+    println!("{}, {requests} reads of 64 B, median of {reps} runs, one thread:", spec.name());
+    println!("  DRAM model alone (mem-model's closed-loop bench requester):");
+    for (label, pattern) in [("random", BenchPattern::Random), ("stream", BenchPattern::Streaming)] {
+        let cfg = BenchConfig::new(spec, pattern, requests);
+        let mut speeds = Vec::new();
+        let mut gbps = 0.0;
+        for _ in 0..reps {
+            let r = dram_bench::run(spec, cfg)?;
+            speeds.push(r.requests_per_second());
+            gbps = r.bandwidth() / 1e9;
+        }
+        println!("    {label:<8} {:>7.2} M requests/s  ({gbps:.1} GB/s simulated)", median(speeds) / 1e6);
+    }
+    println!("  through `dae-sim mem` (trace driver + generator, as fast as accepted):");
+    for (pattern, speed) in mem_frontend::bench(&preset, requests, reps)? {
+        println!("    {:<8} {:>7.2} M requests/s", pattern.as_str(), speed / 1e6);
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -191,6 +392,8 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run(args),
         Some(Command::Compile(args)) => compile(args).map(|()| true),
         Some(Command::Bench { what: BenchTarget::Engine }) => bench_engine().map(|()| true),
+        Some(Command::Mem(args)) => mem(args).map(|()| true),
+        Some(Command::Bench { what: BenchTarget::Mem }) => bench_mem().map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

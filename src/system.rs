@@ -9,8 +9,11 @@ use access_unit::{AccessUnit, AccessUnitConfig, AuPorts, OutqEntry};
 use compiler::{CompiledWorkload, Contents};
 use exec_core::{Core, CoreConfig, CorePorts, OutputBuffer, QueueEntry};
 use hdrhistogram::Histogram;
+use mem_model::cache::{Cache, CacheConfig, CacheLinks, Crossbar, CrossbarConfig, CrossbarLinks};
+use mem_model::dram::{Dram, DramSpec};
 use mem_model::{Backing, MemRequest, MemResponse, MemoryImage, Region, SimpleMemory, SimpleMemoryConfig};
-use sim_core::{Carries, Component, Ctx, Engine, LinkSpec, Stats, Tick, Wake};
+use sim_core::{Carries, Component, ComponentId, Ctx, Engine, LinkId, LinkSpec, SeedTree, Stats, Tick, Wake};
+use std::collections::HashMap;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -50,40 +53,44 @@ pub enum Node {
     Core(Core<Msg>),
     /// An access unit.
     Au(AccessUnit<Msg>),
-    /// The memory.
+    /// A cache (private L1D/L2 or a shared LLC bank).
+    Cache(Cache<Msg>),
+    /// The on-chip network between private caches and LLC banks.
+    Xbar(Crossbar<Msg>),
+    /// The fixed-latency memory.
     Mem(SimpleMemory<Msg>),
+    /// The DRAM/HBM memory.
+    Dram(Dram<Msg>),
+}
+
+/// Forwards a call to whichever component a [`Node`] holds.
+macro_rules! each_node {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            Node::Core($c) => $e,
+            Node::Au($c) => $e,
+            Node::Cache($c) => $e,
+            Node::Xbar($c) => $e,
+            Node::Mem($c) => $e,
+            Node::Dram($c) => $e,
+        }
+    };
 }
 
 impl Component for Node {
     type Msg = Msg;
     fn name(&self) -> &str {
-        match self {
-            Node::Core(c) => c.name(),
-            Node::Au(a) => a.name(),
-            Node::Mem(m) => m.name(),
-        }
+        each_node!(self, c => c.name())
     }
     #[inline]
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, Msg>) {
-        match self {
-            Node::Core(c) => c.wake(why, ctx),
-            Node::Au(a) => a.wake(why, ctx),
-            Node::Mem(m) => m.wake(why, ctx),
-        }
+        each_node!(self, c => c.wake(why, ctx))
     }
     fn busy(&self) -> bool {
-        match self {
-            Node::Core(c) => c.busy(),
-            Node::Au(a) => a.busy(),
-            Node::Mem(m) => m.busy(),
-        }
+        each_node!(self, c => c.busy())
     }
     fn status(&self) -> String {
-        match self {
-            Node::Core(c) => c.status(),
-            Node::Au(a) => a.status(),
-            Node::Mem(m) => m.status(),
-        }
+        each_node!(self, c => c.status())
     }
 }
 
@@ -96,8 +103,41 @@ pub struct AccessUnitSpec {
     pub outq_entries: u32,
 }
 
-/// A DAE chip, or the same chip without access units.
+/// Where an access unit sends its requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachPoint {
+    /// Its core's private L2.
+    L2,
+    /// The shared LLC (through the on-chip network), as the TMU does.
+    Llc,
+}
+
+/// The memory behind the caches.
+#[derive(Debug, Clone)]
+pub enum MemoryPlan {
+    /// Fixed latency plus a bandwidth limit.
+    Simple(SimpleMemoryConfig),
+    /// The DRAM/HBM model.
+    Dram(Arc<DramSpec>),
+}
+
+/// The cache hierarchy; each level is optional.
+#[derive(Debug, Clone, Default)]
+pub struct CachePlan {
+    /// Private L1 data cache per core.
+    pub l1d: Option<CacheConfig>,
+    /// Private L2 per core.
+    pub l2: Option<CacheConfig>,
+    /// Shared LLC: the configuration of one bank.
+    pub llc: Option<CacheConfig>,
+    /// LLC banks (0: one per core).
+    pub llc_banks: u32,
+    /// The network between private caches and LLC banks.
+    pub noc: Option<CrossbarConfig>,
+}
+
+/// A DAE chip, or the same chip without access units.
+#[derive(Debug, Clone)]
 pub struct DaeSystem {
     /// Number of cores.
     pub cores: u32,
@@ -107,8 +147,22 @@ pub struct DaeSystem {
     pub vector_lanes: u32,
     /// The access unit, if the chip has them.
     pub access_unit: Option<AccessUnitSpec>,
+    /// Where access units attach.
+    pub attach: AttachPoint,
+    /// Caches.
+    pub caches: CachePlan,
     /// The memory.
-    pub memory: SimpleMemoryConfig,
+    pub memory: MemoryPlan,
+}
+
+impl DaeSystem {
+    /// Peak bandwidth of the memory.
+    pub fn peak_bandwidth(&self) -> sim_core::Bandwidth {
+        match &self.memory {
+            MemoryPlan::Simple(m) => m.bandwidth,
+            MemoryPlan::Dram(d) => d.peak_bandwidth(),
+        }
+    }
 }
 
 /// What one run measured.
@@ -197,6 +251,47 @@ pub fn memory_image(w: &CompiledWorkload) -> Result<MemoryImage, SystemError> {
     Ok(img)
 }
 
+/// The network when the system names none: a crossbar of 8 cycles each way (an assumption in
+/// the range of published mesh traversal latencies for server CPUs).
+fn default_noc() -> CrossbarConfig {
+    CrossbarConfig {
+        topology: mem_model::cache::Topology::Crossbar { cycles: 8 },
+        granule: None,
+        hash: Default::default(),
+        max_in_flight: 4096,
+        bank_queue: 64,
+    }
+}
+
+/// Links built while wiring a system: who sends to whom, before the components exist.
+#[derive(Default)]
+struct Wiring {
+    /// Upstream (request in, response out) port pairs of each target component.
+    upstream: HashMap<ComponentId, Vec<(LinkId, LinkId)>>,
+}
+
+impl Wiring {
+    /// Connects `from` to `to` with a request link and a response link; returns them as
+    /// `from` sees them (request out, response in).
+    fn connect(
+        &mut self,
+        e: &mut Engine<Node>,
+        from: ComponentId,
+        to: ComponentId,
+        name: &str,
+        spec: impl Fn(String, u32) -> LinkSpec,
+    ) -> Result<(LinkId, LinkId), SystemError> {
+        let req = e.connect(from, to, spec(format!("{name}.req"), 64))?;
+        let resp = e.connect(to, from, spec(format!("{name}.resp"), 64))?;
+        self.upstream.entry(to).or_default().push((req, resp));
+        Ok((req, resp))
+    }
+
+    fn ports(&self, id: ComponentId) -> &[(LinkId, LinkId)] {
+        self.upstream.get(&id).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// Runs compiled workload `w` on `sys` and checks its outputs against `reference`; a run still
 /// going at `max_time` (a program that loops forever) is stopped with an error.
 pub fn run(
@@ -204,29 +299,64 @@ pub fn run(
     w: &CompiledWorkload,
     reference: &[f32],
     max_time: Tick,
+    seeds: &SeedTree,
 ) -> Result<RunResult, SystemError> {
     let image = Arc::new(memory_image(w)?);
     let mut e: Engine<Node> = Engine::new();
     let clock = sys.core.clock;
     let link = |name: String, capacity: u32| LinkSpec { name, clock, latency_cycles: 1, capacity };
+    let line = sim_core::ByteSize::from_bytes(sys.core.line_bytes as u64);
+    let mut wiring = Wiring::default();
     let mem = e.reserve();
-    let mut ports = Vec::new();
+
+    // The shared side: the network and the LLC banks, each bank with its own memory port.
+    let mut shared_entry = mem;
+    // Every cache to build: name, id, downstream (request out, response in), configuration.
+    let mut caches: Vec<(String, ComponentId, (LinkId, LinkId), CacheConfig)> = Vec::new();
+    // The network's downstream ports, in bank order.
+    let mut noc_down = Vec::new();
+    if let Some(llc) = &sys.caches.llc {
+        let xbar = e.reserve();
+        shared_entry = xbar;
+        let n = if sys.caches.llc_banks == 0 { sys.cores } else { sys.caches.llc_banks };
+        for b in 0..n {
+            let bank = e.reserve();
+            let name = format!("llc{b}");
+            let down = wiring.connect(&mut e, bank, mem, &name, link)?;
+            noc_down.push(wiring.connect(&mut e, xbar, bank, &format!("noc.to_{name}"), link)?);
+            caches.push((name, bank, down, llc.clone()));
+        }
+    }
+
     let mut cores = Vec::new();
     let mut units = Vec::new();
     for (i, job) in w.jobs.iter().enumerate() {
         let name = format!("core{i}");
         let core = e.reserve();
-        let req = e.connect(core, mem, link(format!("{name}.req"), 1024))?;
-        let resp = e.connect(mem, core, link(format!("{name}.resp"), 1024))?;
-        ports.push((req, resp));
+        // Private levels, innermost first; each sends to the next, the last to the shared side.
+        let levels: Vec<(&str, &CacheConfig)> = [("l1d", &sys.caches.l1d), ("l2", &sys.caches.l2)]
+            .into_iter()
+            .filter_map(|(n, c)| c.as_ref().map(|c| (n, c)))
+            .collect();
+        let ids: Vec<ComponentId> = levels.iter().map(|_| e.reserve()).collect();
+        let first = ids.first().copied().unwrap_or(shared_entry);
+        let (req, resp) = wiring.connect(&mut e, core, first, &name, link)?;
+        for (k, (level, cfg)) in levels.iter().enumerate() {
+            let next = ids.get(k + 1).copied().unwrap_or(shared_entry);
+            let cname = format!("{name}.{level}");
+            let down = wiring.connect(&mut e, ids[k], next, &cname, link)?;
+            caches.push((cname, ids[k], down, (*cfg).clone()));
+        }
         let mut queue = None;
         if let (Some(spec), Some(program)) = (sys.access_unit, &job.au) {
             let au_name = format!("{name}.au");
             let au = e.reserve();
-            let areq = e.connect(au, mem, link(format!("{au_name}.req"), 1024))?;
-            let aresp = e.connect(mem, au, link(format!("{au_name}.resp"), 1024))?;
+            let target = match sys.attach {
+                AttachPoint::L2 if sys.caches.l2.is_some() => ids[ids.len() - 1],
+                _ => shared_entry,
+            };
+            let (areq, aresp) = wiring.connect(&mut e, au, target, &au_name, link)?;
             let outq = e.connect(au, core, link(format!("{au_name}.outq"), spec.outq_entries))?;
-            ports.push((areq, aresp));
             queue = Some(outq);
             let au_ports = AuPorts { mem_req: areq, mem_resp: aresp, outq };
             let unit =
@@ -242,16 +372,39 @@ pub fn run(
         e.install(core, Node::Core(c))?;
         cores.push((name, core));
     }
-    let m =
-        SimpleMemory::new("mem", sys.memory, &ports, e.stats_mut()).map_err(|err| build_err("mem", err))?;
-    e.install(mem, Node::Mem(m))?;
+
+    for (name, id, (down_req, down_resp), cfg) in &caches {
+        let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
+        let cache =
+            Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|err| build_err(name, err))?;
+        e.install(*id, Node::Cache(cache))?;
+    }
+    if shared_entry != mem {
+        let cfg = sys.caches.noc.clone().unwrap_or_else(default_noc);
+        let links = CrossbarLinks { upstream: wiring.ports(shared_entry), downstream: &noc_down };
+        let x = Crossbar::new("noc", &cfg, clock, links, line, e.stats_mut())
+            .map_err(|err| build_err("noc", err))?;
+        e.install(shared_entry, Node::Xbar(x))?;
+    }
+    let memory = match &sys.memory {
+        MemoryPlan::Simple(cfg) => Node::Mem(
+            SimpleMemory::new("mem", *cfg, wiring.ports(mem), e.stats_mut())
+                .map_err(|err| build_err("mem", err))?,
+        ),
+        MemoryPlan::Dram(spec) => Node::Dram(
+            Dram::new("mem", spec, wiring.ports(mem), e.stats_mut()).map_err(|err| build_err("mem", err))?,
+        ),
+    };
+    e.install(mem, memory)?;
 
     let summary = e.run(Some(max_time));
     // A fault stops its component, which the engine then sees as a stall: report the fault.
-    for (name, id) in cores.iter().chain(&units) {
+    let memory = [("mem".to_string(), mem)];
+    for (name, id) in cores.iter().chain(&units).chain(&memory) {
         let fault = match e.component(*id) {
             Some(Node::Core(c)) => c.fault().map(|f| f.to_string()),
             Some(Node::Au(a)) => a.fault().map(|f| f.to_string()),
+            Some(Node::Dram(d)) => d.fault().map(|f| f.to_string()),
             _ => None,
         };
         if let Some(message) = fault {
@@ -291,11 +444,21 @@ pub fn run(
         }
     }
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
+    let (bytes, requests) = match e.component(mem) {
+        Some(Node::Dram(d)) => {
+            let c = d.counters();
+            (c.bytes_read + c.bytes_written, c.reads + c.writes)
+        }
+        _ => (
+            counter("mem.bytes_read") + counter("mem.bytes_written"),
+            counter("mem.reads") + counter("mem.writes"),
+        ),
+    };
     Ok(RunResult {
         sim_time: summary.end_tick,
         lookups,
-        bytes: counter("mem.bytes_read") + counter("mem.bytes_written"),
-        requests: counter("mem.reads") + counter("mem.writes"),
+        bytes,
+        requests,
         lookup_latency,
         verified,
         events: summary.events,

@@ -63,15 +63,16 @@ fn simulated_outputs_equal_the_reference_on_both_chips_and_a_mismatch_is_caught(
         let target = if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly };
         let info = TargetInfo { target, cores: sys.cores, vector_lanes: sys.vector_lanes };
         let compiled = compiler::compile(spec, inst.clone(), info).unwrap();
-        let r = dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time).unwrap();
+        let r =
+            dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time, &SeedTree::new(1)).unwrap();
         assert_eq!(r.verified, Ok(()), "{name}");
         assert_eq!(r.lookups, spec.lookups(), "{name}: every lookup measured once");
         // Bandwidth never above the memory's peak.
         let achieved = r.bytes as f64 / r.sim_time as f64 * 1e12;
-        assert!(achieved <= sys.memory.bandwidth.bytes_per_second() as f64, "{name}: {achieved} B/s");
+        assert!(achieved <= sys.peak_bandwidth().bytes_per_second() as f64, "{name}: {achieved} B/s");
         let mut wrong = reference.clone();
         wrong[spec.dim as usize * 3 + 5] += 1.0;
-        let r = dae_sim::system::run(sys, &compiled, &wrong, exp.max_sim_time).unwrap();
+        let r = dae_sim::system::run(sys, &compiled, &wrong, exp.max_sim_time, &SeedTree::new(1)).unwrap();
         let err = r.verified.unwrap_err();
         assert!(err.contains("out[3][5]"), "{name}: {err}");
     }

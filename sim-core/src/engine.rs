@@ -94,34 +94,52 @@ impl<M> Component for Box<dyn Component<Msg = M>> {
     }
 }
 
+/// A pending wake-up, ordered by (tick, priority, insertion sequence); priority and sequence
+/// share one word so the heap compares two integers.
 #[derive(Debug, Clone, Copy)]
 struct Event {
     tick: Tick,
-    priority: Priority,
-    seq: u64,
+    /// Priority in the top 8 bits, insertion sequence below (2^56 events is beyond any run).
+    order: u64,
     target: ComponentId,
     why: Wake,
 }
 
+const SEQ_BITS: u32 = 56;
+
 impl Event {
     #[inline]
-    fn key(&self) -> (Tick, Priority, u64) {
-        (self.tick, self.priority, self.seq)
+    fn new(tick: Tick, priority: Priority, seq: u64, target: ComponentId, why: Wake) -> Self {
+        let order = (priority.0 as u64) << SEQ_BITS | (seq & ((1 << SEQ_BITS) - 1));
+        Self { tick, order, target, why }
+    }
+
+    #[inline]
+    fn key(&self) -> (Tick, u64) {
+        (self.tick, self.order)
+    }
+
+    #[inline]
+    fn tick(&self) -> Tick {
+        self.tick
     }
 }
 
 impl PartialEq for Event {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         self.key() == other.key()
     }
 }
 impl Eq for Event {}
 impl PartialOrd for Event {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 impl Ord for Event {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         self.key().cmp(&other.key())
     }
@@ -143,7 +161,7 @@ impl<M> Kernel<M> {
     fn push(&mut self, tick: Tick, priority: Priority, target: ComponentId, why: Wake) {
         let seq = self.seq;
         self.seq += 1;
-        self.queue.push(Reverse(Event { tick, priority, seq, target, why }));
+        self.queue.push(Reverse(Event::new(tick, priority, seq, target, why)));
     }
 }
 
@@ -199,7 +217,7 @@ impl<M> Ctx<'_, M> {
             l.refused += 1;
             return Err(msg);
         }
-        let arrival = now.saturating_add(l.latency);
+        let arrival = l.arrival(now);
         l.fifo.push_back((arrival, msg));
         l.sent += 1;
         let to = l.to;
@@ -434,7 +452,8 @@ impl<C: Component> Engine<C> {
         let first = self.kernel.events;
         let limit = until.unwrap_or(Tick::MAX);
         while let Some(Reverse(ev)) = self.kernel.queue.peek().copied() {
-            if ev.tick > limit {
+            let tick = ev.tick();
+            if tick > limit {
                 return Ok(RunSummary {
                     end_tick: self.kernel.now,
                     events: self.kernel.events - first,
@@ -442,7 +461,7 @@ impl<C: Component> Engine<C> {
                 });
             }
             self.kernel.queue.pop();
-            self.kernel.now = ev.tick;
+            self.kernel.now = tick;
             self.kernel.events += 1;
             if let Some(c) = self.components[ev.target.index()].as_mut() {
                 let mut ctx = Ctx { kernel: &mut self.kernel, me: ev.target };

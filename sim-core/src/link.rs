@@ -1,7 +1,8 @@
 //! Bounded latency links: the only way components talk.
 //!
 //! A link is a FIFO from one component to another with a fixed latency of at least one cycle of
-//! its clock and a capacity in messages. A message occupies the link from the tick it is sent
+//! its clock (`latency` periods, rounded up to whole picoseconds, so a message sent on an edge
+//! never arrives before the edge `latency` cycles later) and a capacity in messages. A message occupies the link from the tick it is sent
 //! until the receiver pops it, so a receiver that stops popping back-pressures its sender: a send
 //! into a full link is refused and the sender is woken (with [`crate::Wake::Space`]) as soon as
 //! the receiver frees a slot. Latency is constant, so messages arrive in the order they were
@@ -67,6 +68,8 @@ pub(crate) struct LinkState<M> {
     pub(crate) name: String,
     pub(crate) from: ComponentId,
     pub(crate) to: ComponentId,
+    /// Latency in ticks: `latency_cycles` periods rounded up, so that a message sent on a clock
+    /// edge never arrives before the edge `latency_cycles` later.
     pub(crate) latency: Tick,
     pub(crate) capacity: u32,
     /// Messages with their arrival tick, oldest first.
@@ -85,18 +88,24 @@ impl<M> LinkState<M> {
         if spec.capacity == 0 {
             return Err(LinkError::ZeroCapacity { name: spec.name });
         }
-        let latency = spec.clock.cycles_to_ticks(spec.latency_cycles).max(1);
         Ok(Self {
             name: spec.name,
             from,
             to,
-            latency,
+            latency: spec.clock.cycles_to_ticks_ceil(spec.latency_cycles).max(1),
             capacity: spec.capacity,
             fifo: VecDeque::with_capacity(spec.capacity.min(1024) as usize),
             sender_waiting: false,
             sent: 0,
             refused: 0,
         })
+    }
+
+    /// When a message sent at `now` arrives. No division on this hot path: receivers that work
+    /// on their own clock edges round arrivals up themselves.
+    #[inline]
+    pub(crate) fn arrival(&self, now: Tick) -> Tick {
+        now.saturating_add(self.latency)
     }
 
     #[inline]

@@ -30,6 +30,8 @@ pub enum ClockError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Clock {
     hz: u64,
+    /// The period in ps when it is a whole number (1 GHz: 1000), else 0: a fast path.
+    period: u64,
 }
 
 impl Clock {
@@ -38,7 +40,7 @@ impl Clock {
         match freq.hz() {
             0 => Err(ClockError::Zero),
             hz if hz > PS_PER_SECOND => Err(ClockError::TooFast(freq)),
-            hz => Ok(Self { hz }),
+            hz => Ok(Self { hz, period: if PS_PER_SECOND % hz == 0 { PS_PER_SECOND / hz } else { 0 } }),
         }
     }
 
@@ -50,6 +52,13 @@ impl Clock {
     /// Tick of the rising edge that starts cycle `n` (cycle 0 starts at tick 0).
     #[inline]
     pub fn edge(&self, n: u64) -> Tick {
+        if self.period != 0 {
+            return n.saturating_mul(self.period);
+        }
+        // 64-bit arithmetic while it cannot overflow (the first 18 million cycles); 128 after.
+        if let Some(x) = n.checked_mul(PS_PER_SECOND) {
+            return x / self.hz;
+        }
         let t = (n as u128 * PS_PER_SECOND as u128) / self.hz as u128;
         u64::try_from(t).unwrap_or(Tick::MAX)
     }
@@ -57,7 +66,13 @@ impl Clock {
     /// The cycle that tick `t` falls in: the largest `n` with `edge(n) <= t`.
     #[inline]
     pub fn cycle_at(&self, t: Tick) -> u64 {
+        if self.period != 0 {
+            return t / self.period;
+        }
         // edge(n) <= t  <=>  n * 10^12 < (t + 1) * hz
+        if let Some(x) = t.checked_add(1).and_then(|t1| t1.checked_mul(self.hz)) {
+            return x.div_ceil(PS_PER_SECOND) - 1;
+        }
         let x = (t as u128 + 1) * self.hz as u128;
         let n = x.div_ceil(PS_PER_SECOND as u128) - 1;
         u64::try_from(n).unwrap_or(u64::MAX)
@@ -81,6 +96,13 @@ impl Clock {
     #[inline]
     pub fn cycles_to_ticks(&self, n: u64) -> Tick {
         self.edge(n)
+    }
+
+    /// Duration of `n` cycles rounded up to whole ticks.
+    #[inline]
+    pub fn cycles_to_ticks_ceil(&self, n: u64) -> Tick {
+        let t = (n as u128 * PS_PER_SECOND as u128).div_ceil(self.hz as u128);
+        u64::try_from(t).unwrap_or(Tick::MAX)
     }
 
     /// Whole cycles that fit in a duration of `d` ticks.
@@ -113,6 +135,10 @@ mod tests {
         assert_eq!(c.next_edge(666), 666);
         assert_eq!(c.after_cycles(500, 2), 1000);
         assert_eq!(c.ticks_to_cycles(PS_PER_SECOND), 3_000_000_000);
+        assert_eq!(
+            (c.cycles_to_ticks(1), c.cycles_to_ticks_ceil(1), c.cycles_to_ticks_ceil(3)),
+            (333, 334, 1000)
+        );
     }
 
     #[test]

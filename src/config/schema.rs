@@ -78,6 +78,10 @@ pub struct SystemSection {
     pub core: Option<CoreSection>,
     /// The access unit, or "none" for a plain CPU (DAE systems).
     pub access_unit: Option<AccessUnitSetting>,
+    /// The cache hierarchy (DAE systems; absent: cores talk to memory directly).
+    pub caches: Option<CachesSection>,
+    /// The on-chip network between private caches and LLC banks.
+    pub noc: Option<mem_model::cache::CrossbarConfig>,
     /// The memory (DAE systems).
     pub memory: Option<MemorySection>,
     /// The GPU (GPU systems).
@@ -149,18 +153,48 @@ pub struct AccessUnitSection {
     pub events_per_cycle: u32,
     /// Output-queue capacity in entries.
     pub outq_entries: u32,
+    /// Where the unit's requests enter the hierarchy: "llc" (default, as the TMU) or "l2".
+    #[serde(default)]
+    pub attach: Attach,
+}
+
+/// `access_unit.attach`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attach {
+    /// The core's private L2.
+    L2,
+    /// The shared LLC.
+    #[default]
+    Llc,
+}
+
+/// `[system.caches]`: each level optional.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachesSection {
+    /// Private L1 data cache.
+    pub l1d: Option<mem_model::cache::CacheConfig>,
+    /// Private L2.
+    pub l2: Option<mem_model::cache::CacheConfig>,
+    /// One bank of the shared LLC.
+    pub llc: Option<mem_model::cache::CacheConfig>,
+    /// LLC banks (default: one per core).
+    pub llc_banks: Option<u32>,
 }
 
 /// `[system.memory]`
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemorySection {
-    /// Timing model; "simple" (fixed latency, bandwidth limit).
+    /// Timing model: "simple" (fixed latency, bandwidth limit) or "dram" (the HBM/DRAM model).
     pub model: MemoryModel,
-    /// Access latency.
-    pub latency: TimeSpan,
-    /// Peak bandwidth.
-    pub bandwidth: Bandwidth,
+    /// Access latency ("simple").
+    pub latency: Option<TimeSpan>,
+    /// Peak bandwidth ("simple").
+    pub bandwidth: Option<Bandwidth>,
+    /// The DRAM preset ("dram"): usually `include = "../memory/hbm3-h100.toml"`.
+    pub dram: Option<mem_model::dram::DramPreset>,
 }
 
 /// Memory timing models.
@@ -169,4 +203,6 @@ pub struct MemorySection {
 pub enum MemoryModel {
     /// Fixed latency plus a bandwidth limit.
     Simple,
+    /// Channels, banks and timing constraints.
+    Dram,
 }

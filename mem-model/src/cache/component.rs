@@ -1,0 +1,1085 @@
+//! The cache as an engine component.
+//!
+//! Contract: a [`Cache`] accepts [`MemRequest`]s on one or more upstream ports (an input link of
+//! requests and an output link of responses each) and answers every one exactly once, on the port
+//! it came from, with a [`MemResponse`] carrying the request's own id; ids of different ports may
+//! collide and are never confused. Downstream it sends reads (fills) and writes (write-backs,
+//! bypassed writes) on one request link with ids of its own, and takes the answers on one
+//! response link; answers to its writes are absorbed.
+//!
+//! Timing, in cycles of the cache's clock (work that arrives between edges starts at the next
+//! edge):
+//! - a request is split into line accesses, one tag lookup each; `lookups_per_cycle` lookups
+//!   happen per cycle over all ports (round robin), and the request is answered once all its
+//!   line accesses are done, at the latest of their ready times;
+//! - a read access that hits is ready `hit_latency_cycles` after its lookup; one that misses is
+//!   ready `hit_latency_cycles` after the fill that completes it arrives (the fill goes through
+//!   the same pipeline as a hit), so an unloaded miss costs the hit latency plus the downstream
+//!   round trip;
+//! - a write access is ready `hit_latency_cycles` after its lookup, hit or miss (write-back,
+//!   write-allocate: the write waits in the line, or in the MSHR's fetch, not in the requester);
+//! - a read miss fetches only the sectors the access touches (one downstream read spanning them);
+//!   a write miss fetches only the sectors it writes partially; a write covering whole sectors
+//!   needs no fetch;
+//! - misses to a line with a fetch in flight merge into its MSHR (no second read); a read that
+//!   needs sectors the MSHR is not fetching adds one more downstream read to it.
+//!
+//! Back-pressure: a port's request is taken off its link into a one-entry holding register and
+//! looked up from there; when it cannot proceed (no MSHR, no target slot, reads in flight at the
+//! MSHR count, every way of its set locked by fetches, the write buffer full, or too many of the
+//! port's answers waiting) it stays there and the port takes nothing more, so its link fills and
+//! the requester is refused. Nothing is dropped. Fills are always taken, so the cache never
+//! blocks the level below. The cache sleeps when idle: it runs on arrivals, freed link slots and
+//! its own timers, set only for known work (the next answer due, the next cycle's lookups).
+
+use super::config::{CacheConfig, CacheConfigError, CacheGeometry, NonTemporalPolicy};
+use super::cycles::CycleTracker;
+use super::mshr::{MshrFile, Target};
+use super::replacement::{Replacement, ReplacementPolicy};
+use super::sector::{SectorMask, Sectors};
+use super::tags::{Lookup, NO_MSHR, TagArray};
+use crate::{MemRequest, MemResponse};
+use sim_core::{
+    Carries, Clock, Component, CounterId, Ctx, HistogramId, LinkId, Priority, SeedTree, Stats, StatsError,
+    Tick, Wake,
+};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use thiserror::Error;
+
+/// Downstream ids of writes have this bit set; their answers are absorbed.
+const WRITE_ID: u64 = 1 << 63;
+/// No request index.
+const NONE: u32 = u32::MAX;
+/// Largest latency the latency histograms resolve, in cycles (larger values are clamped).
+const LATENCY_HISTOGRAM_MAX: u64 = 1 << 24;
+
+/// The links of a cache.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheLinks<'a> {
+    /// Upstream ports: (input link of requests, output link of responses), one pair each.
+    pub upstream: &'a [(LinkId, LinkId)],
+    /// Requests to the next level.
+    pub down_req: LinkId,
+    /// Responses from the next level.
+    pub down_resp: LinkId,
+}
+
+/// Why a cache could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CacheBuildError {
+    /// The configuration is impossible.
+    #[error(transparent)]
+    Config(#[from] CacheConfigError),
+    /// A statistic name collides.
+    #[error(transparent)]
+    Stats(#[from] StatsError),
+    /// A cache must serve at least one upstream port.
+    #[error("cache {name}: no upstream port")]
+    NoUpstream {
+        /// The cache's name.
+        name: String,
+    },
+}
+
+/// The cache's event counts (also registered as statistics under the cache's name).
+///
+/// Lookup outcomes count line accesses: a request crossing a line boundary counts once per line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    /// Read requests accepted from upstream.
+    pub reads: u64,
+    /// Write requests accepted from upstream.
+    pub writes: u64,
+    /// Accesses that found every sector they need (or, for writes, the line) present.
+    pub hits: u64,
+    /// Accesses whose line was absent (allocated, or bypassed).
+    pub misses: u64,
+    /// Accesses whose line was present but that had to fetch missing sectors.
+    pub sector_misses: u64,
+    /// Accesses that merged into a fetch already in flight.
+    pub merged: u64,
+    /// Non-temporal misses that allocated nothing (reads relayed, writes forwarded).
+    pub bypasses: u64,
+    /// Valid lines evicted to make room.
+    pub evictions: u64,
+    /// Dirty lines written back downstream.
+    pub writebacks: u64,
+    /// Fill answers received from downstream.
+    pub fills: u64,
+    /// Times a port stalled for want of an MSHR, a target slot or a read slot.
+    pub mshr_full_stalls: u64,
+    /// Times a port stalled because every way of the set had a fetch in flight.
+    pub set_busy_stalls: u64,
+    /// Times a port stalled because the write-back buffer was full.
+    pub writeback_full_stalls: u64,
+}
+
+/// Statistic ids, in the order of [`CacheCounters`]' fields.
+struct StatIds {
+    counters: [CounterId; 13],
+    hit_latency: HistogramId,
+    miss_latency: HistogramId,
+}
+
+/// Statistic names (leaves under the cache's name), in the order of [`CacheCounters`]' fields.
+const COUNTER_NAMES: [&str; 13] = [
+    "reads",
+    "writes",
+    "hits",
+    "misses",
+    "sector_misses",
+    "merged",
+    "bypasses",
+    "evictions",
+    "writebacks",
+    "fills",
+    "mshr_full_stalls",
+    "set_busy_stalls",
+    "writeback_full_stalls",
+];
+
+/// Index of each count in the cache's count array, in the order of [`CacheCounters`]' fields.
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    Reads,
+    Writes,
+    Hits,
+    Misses,
+    SectorMisses,
+    Merged,
+    Bypasses,
+    Evictions,
+    Writebacks,
+    Fills,
+    MshrFullStalls,
+    SetBusyStalls,
+    WritebackFullStalls,
+}
+
+impl CacheCounters {
+    fn from_array(c: [u64; 13]) -> Self {
+        Self {
+            reads: c[Count::Reads as usize],
+            writes: c[Count::Writes as usize],
+            hits: c[Count::Hits as usize],
+            misses: c[Count::Misses as usize],
+            sector_misses: c[Count::SectorMisses as usize],
+            merged: c[Count::Merged as usize],
+            bypasses: c[Count::Bypasses as usize],
+            evictions: c[Count::Evictions as usize],
+            writebacks: c[Count::Writebacks as usize],
+            fills: c[Count::Fills as usize],
+            mshr_full_stalls: c[Count::MshrFullStalls as usize],
+            set_busy_stalls: c[Count::SetBusyStalls as usize],
+            writeback_full_stalls: c[Count::WritebackFullStalls as usize],
+        }
+    }
+}
+
+/// What a link is to this cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Other,
+    Output(u32),
+    DownReq,
+}
+
+/// Why a port's request could not be looked up now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stall {
+    Mshr,
+    SetBusy,
+    Writeback,
+    Answers,
+}
+
+/// The result of one line access.
+enum Outcome {
+    /// Done at the lookup: ready after the hit latency.
+    Done,
+    /// Waiting on an MSHR as a target.
+    Waiting,
+    /// Cannot proceed now.
+    Stall(Stall),
+}
+
+/// One upstream port.
+struct Port {
+    inp: LinkId,
+    out: LinkId,
+    /// The request being looked up, taken off the input link.
+    head: Option<MemRequest>,
+    /// Line accesses of `head` done, and in all.
+    next_part: u64,
+    parts: u64,
+    /// The request index of `head`, or `NONE` while it needs none.
+    request: u32,
+    /// Requests accepted and not yet answered.
+    inflight: u32,
+    /// Answers and the tick each is due, in due order.
+    answers: VecDeque<(Tick, MemResponse)>,
+    last_due: Tick,
+    /// The output link refused; wait for `Wake::Space`.
+    out_blocked: bool,
+    stalled: Option<Stall>,
+}
+
+/// A request with line accesses still outstanding.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    port: u32,
+    resp: MemResponse,
+    parts_left: u64,
+    due_cycle: u64,
+    start_cycle: u64,
+    waited: bool,
+}
+
+/// A set-associative, sectored, write-back cache (see the module docs for its contract).
+pub struct Cache<M> {
+    name: String,
+    geo: CacheGeometry,
+    cycles: CycleTracker,
+    sectors: Sectors,
+    non_temporal: NonTemporalPolicy,
+    tags: TagArray,
+    policy: Replacement,
+    mshrs: MshrFile,
+    /// Downstream reads queued or in flight (at most the MSHR count).
+    reads_in_flight: u32,
+    /// Writes queued for downstream (at most the write-back buffer).
+    writes_queued: u32,
+    write_seq: u64,
+    /// Requests for downstream, in order.
+    down: VecDeque<MemRequest>,
+    down_req: LinkId,
+    down_resp: LinkId,
+    down_blocked: bool,
+    ports: Vec<Port>,
+    role_of_link: Vec<Role>,
+    requests: Vec<Request>,
+    free_requests: Vec<u32>,
+    /// Most requests a port may have unanswered.
+    answers_cap: u32,
+    /// Targets being completed by a fill (reused buffer).
+    scratch: Vec<u32>,
+    /// The cycle of the lookups being counted, and lookups used in it.
+    cycle: u64,
+    used: u32,
+    rr: usize,
+    now: Tick,
+    /// Earliest timer pending, or `Tick::MAX`.
+    armed: Tick,
+    /// No answer on a port that can send is due before this tick (a lower bound).
+    answer_due: Tick,
+    /// Counts, the values last added to the statistics, and which differ (one bit per count):
+    /// statistics are brought up to date at the end of every wake, touching only what changed.
+    counts: [u64; 13],
+    flushed: [u64; 13],
+    changed: u16,
+    ids: StatIds,
+    _msg: PhantomData<fn() -> M>,
+}
+
+impl<M> Cache<M> {
+    /// A cache named `name` (statistics go under it) in clock domain `clock`, wired to `links`.
+    /// The random replacement policy draws from the stream `seeds.seed_for(name)`.
+    pub fn new(
+        name: &str,
+        cfg: &CacheConfig,
+        clock: Clock,
+        links: CacheLinks<'_>,
+        seeds: &SeedTree,
+        stats: &mut Stats,
+    ) -> Result<Self, CacheBuildError> {
+        let geo = cfg.geometry()?;
+        if links.upstream.is_empty() {
+            return Err(CacheBuildError::NoUpstream { name: name.to_owned() });
+        }
+        let mut counters = [None; 13];
+        for (slot, leaf) in counters.iter_mut().zip(COUNTER_NAMES) {
+            *slot = Some(stats.counter(&format!("{name}.{leaf}"))?);
+        }
+        let ids = StatIds {
+            counters: counters.map(|c| c.unwrap_or_else(|| unreachable!("every counter was registered"))),
+            hit_latency: stats.histogram(&format!("{name}.hit_latency"), LATENCY_HISTOGRAM_MAX, 2)?,
+            miss_latency: stats.histogram(&format!("{name}.miss_latency"), LATENCY_HISTOGRAM_MAX, 2)?,
+        };
+        let max_link = links
+            .upstream
+            .iter()
+            .flat_map(|&(i, o)| [i, o])
+            .chain([links.down_req, links.down_resp])
+            .map(LinkId::index)
+            .max()
+            .unwrap_or(0);
+        let mut role_of_link = vec![Role::Other; max_link + 1];
+        for (p, &(_, out)) in links.upstream.iter().enumerate() {
+            role_of_link[out.index()] = Role::Output(p as u32);
+        }
+        role_of_link[links.down_req.index()] = Role::DownReq;
+        let targets = u64::from(geo.mshrs) * u64::from(geo.mshr_targets);
+        let in_pipeline = u64::from(geo.lookups_per_cycle) * (geo.hit_latency_cycles + 2);
+        // Enough that the cap never binds before the MSHRs do; it only stops a requester that
+        // keeps sending while it does not take its answers.
+        let answers_cap = (targets + in_pipeline).min(u64::from(u32::MAX - 1)) as u32;
+        let ports = links
+            .upstream
+            .iter()
+            .map(|&(inp, out)| Port {
+                inp,
+                out,
+                head: None,
+                next_part: 0,
+                parts: 0,
+                request: NONE,
+                inflight: 0,
+                answers: VecDeque::with_capacity(answers_cap.min(4096) as usize),
+                last_due: 0,
+                out_blocked: false,
+                stalled: None,
+            })
+            .collect::<Vec<_>>();
+        let request_slots = targets as usize + ports.len();
+        let seed = seeds.seed_for(name);
+        Ok(Self {
+            name: name.to_owned(),
+            geo,
+            cycles: CycleTracker::new(clock),
+            sectors: Sectors::new(geo.line_shift, geo.sector_shift),
+            non_temporal: cfg.non_temporal,
+            tags: TagArray::new(geo.sets, geo.ways as usize),
+            policy: Replacement::new(
+                cfg.replacement,
+                geo.sets as usize,
+                geo.ways as usize,
+                (seed >> 64) as u64 ^ seed as u64,
+            ),
+            mshrs: MshrFile::new(geo.mshrs, geo.mshr_targets),
+            reads_in_flight: 0,
+            writes_queued: 0,
+            write_seq: 0,
+            down: VecDeque::with_capacity((geo.mshrs + geo.writeback_buffer) as usize),
+            down_req: links.down_req,
+            down_resp: links.down_resp,
+            down_blocked: false,
+            ports,
+            role_of_link,
+            requests: vec![
+                Request {
+                    port: 0,
+                    resp: MemRequest::read(0, 0, 0, 0).respond(),
+                    parts_left: 0,
+                    due_cycle: 0,
+                    start_cycle: 0,
+                    waited: false,
+                };
+                request_slots
+            ],
+            free_requests: (0..request_slots as u32).rev().collect(),
+            answers_cap,
+            scratch: Vec::with_capacity(geo.mshr_targets as usize),
+            cycle: 0,
+            used: 0,
+            rr: 0,
+            now: 0,
+            armed: Tick::MAX,
+            answer_due: Tick::MAX,
+            counts: [0; 13],
+            flushed: [0; 13],
+            changed: 0,
+            ids,
+            _msg: PhantomData,
+        })
+    }
+
+    /// The validated shape of this cache.
+    pub fn geometry(&self) -> &CacheGeometry {
+        &self.geo
+    }
+
+    /// Event counts so far (the same values as the registered statistics).
+    pub fn counters(&self) -> CacheCounters {
+        CacheCounters::from_array(self.counts)
+    }
+
+    /// Adds one to a count.
+    #[inline]
+    fn bump(&mut self, c: Count) {
+        self.counts[c as usize] += 1;
+        self.changed |= 1 << c as usize;
+    }
+
+    /// Whether every byte of `[addr, addr + bytes)` is in a valid sector of the cache.
+    pub fn holds(&self, addr: u64, bytes: u64) -> bool {
+        let end = addr.saturating_add(bytes.max(1));
+        let ls = self.geo.line_shift;
+        let lb = self.geo.line_bytes();
+        (addr >> ls..=(end - 1) >> ls).all(|line| {
+            let base = line << ls;
+            let lo = addr.max(base) - base;
+            let hi = end.min(base.saturating_add(lb)) - base;
+            self.tags.holds(line, self.sectors.touched(lo, hi))
+        })
+    }
+
+    /// Whether the line holding `addr` is present and has dirty sectors.
+    pub fn is_dirty(&self, addr: u64) -> bool {
+        let line = addr >> self.geo.line_shift;
+        let set = self.tags.set_of(line);
+        self.tags.find(set, line).is_some_and(|w| self.tags.way(set, w).dirty != 0)
+    }
+
+    /// MSHRs in use.
+    pub fn mshrs_in_use(&self) -> usize {
+        self.mshrs.active()
+    }
+
+    /// Requests accepted and not yet answered, over all ports.
+    pub fn outstanding(&self) -> usize {
+        self.ports.iter().map(|p| p.inflight as usize).sum()
+    }
+
+    /// The cycle in which something looked up in `cycle` (or completed by a fill in it) is due.
+    #[inline]
+    fn due_cycle(&self, cycle: u64) -> u64 {
+        cycle.saturating_add(self.geo.hit_latency_cycles)
+    }
+
+    /// Whether port `p` has, or can get, a request index.
+    #[inline]
+    fn request_room(&self, p: usize) -> bool {
+        self.ports[p].request != NONE || !self.free_requests.is_empty()
+    }
+
+    /// The request index of port `p`'s head, allocated now if needed (check `request_room`).
+    fn request_index(&mut self, p: usize, cycle: u64) -> u32 {
+        let port = &mut self.ports[p];
+        if port.request == NONE
+            && let Some(head) = port.head
+            && let Some(r) = self.free_requests.pop()
+        {
+            self.requests[r as usize] = Request {
+                port: p as u32,
+                resp: head.respond(),
+                parts_left: port.parts,
+                due_cycle: 0,
+                start_cycle: cycle,
+                waited: false,
+            };
+            port.request = r;
+        }
+        port.request
+    }
+
+    /// Queues a downstream read of `sectors` of `line` for MSHR `m`.
+    fn fetch(&mut self, m: u16, line: u64, sectors: SectorMask, non_temporal: bool) {
+        let mask = Sectors::fill_gaps(sectors);
+        let (offset, bytes) = self.sectors.span(mask);
+        let e = self.mshrs.get_mut(m);
+        e.pending |= mask;
+        e.reads += 1;
+        let id = u64::from(m) | u64::from(e.generation) << 32;
+        self.reads_in_flight += 1;
+        self.down.push_back(MemRequest {
+            id,
+            addr: (line << self.geo.line_shift) + offset,
+            bytes: bytes as u32,
+            write: false,
+            issued: self.now,
+            non_temporal,
+        });
+    }
+
+    /// Queues a downstream write of `bytes` at `addr` (a write-back, or a bypassed write).
+    fn write_down(&mut self, addr: u64, bytes: u64, non_temporal: bool) {
+        self.write_seq += 1;
+        self.writes_queued += 1;
+        self.down.push_back(MemRequest {
+            id: WRITE_ID | self.write_seq,
+            addr,
+            bytes: bytes as u32,
+            write: true,
+            issued: self.now,
+            non_temporal,
+        });
+    }
+
+    /// Whether a new MSHR with one downstream read can be started.
+    #[inline]
+    fn mshr_room(&self) -> bool {
+        self.mshrs.has_free() && self.reads_in_flight < self.geo.mshrs
+    }
+}
+
+impl<M> Cache<M>
+where
+    M: Carries<MemRequest> + Carries<MemResponse>,
+{
+    /// Runs everything that can run now, then sets a timer for the next known work.
+    fn pump(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.now = ctx.now();
+        self.take_fills(ctx);
+        self.flush_down(ctx);
+        if self.answer_due <= self.now {
+            self.send_answers(ctx);
+        }
+        let more = self.lookups(ctx);
+        self.flush_down(ctx);
+        if self.answer_due <= self.now {
+            self.send_answers(ctx);
+        }
+        self.arm(more, ctx);
+        self.flush_stats(ctx);
+    }
+
+    /// Takes every answer from downstream.
+    fn take_fills(&mut self, ctx: &mut Ctx<'_, M>) {
+        while let Some(msg) = ctx.recv(self.down_resp) {
+            // Anything but a response is a wiring error; it has no request to answer.
+            if let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) {
+                self.fill(resp, ctx);
+            }
+        }
+    }
+
+    /// One downstream answer: a fill completes sectors, answers the targets it satisfies and
+    /// retires its MSHR when its last read is back. Answers to writes are absorbed.
+    fn fill(&mut self, resp: MemResponse, ctx: &mut Ctx<'_, M>) {
+        if resp.id & WRITE_ID != 0 {
+            return;
+        }
+        let Some(m) = self.mshrs.lookup(resp.id & 0xffff_ffff, (resp.id >> 32) as u32) else {
+            return;
+        };
+        let e = *self.mshrs.get(m);
+        if e.reads == 0 {
+            return;
+        }
+        self.bump(Count::Fills);
+        self.reads_in_flight -= 1;
+        let got =
+            self.sectors.touched_in_line(e.line << self.geo.line_shift, resp.addr, u64::from(resp.bytes));
+        let set = self.tags.set_of(e.line);
+        let avail = match e.way {
+            Some(w) => {
+                let way = self.tags.way_mut(set, w as usize);
+                way.valid |= got;
+                way.valid
+            }
+            None => e.arrived | got,
+        };
+        let last = e.reads == 1;
+        {
+            let em = self.mshrs.get_mut(m);
+            em.reads -= 1;
+            em.arrived |= got;
+            em.pending &= !got;
+        }
+        let cycle = self.cycles.cycle_of(self.now);
+        let due = self.due_cycle(cycle);
+        let mut done = std::mem::take(&mut self.scratch);
+        done.clear();
+        // On the last read, everyone left is answered: a target can only wait for data in flight.
+        self.mshrs.take_ready(m, avail, last, |t| done.push(t.request));
+        for &r in &done {
+            self.finish_part(r, due, ctx);
+        }
+        self.scratch = done;
+        if last {
+            if let Some(w) = e.way {
+                self.tags.set_lock(set, w as usize, NO_MSHR);
+            }
+            self.mshrs.release(m);
+        }
+    }
+
+    /// One line access of request `r` is ready in cycle `due`; answers the request after its
+    /// last.
+    fn finish_part(&mut self, r: u32, due: u64, ctx: &mut Ctx<'_, M>) {
+        let q = &mut self.requests[r as usize];
+        q.due_cycle = q.due_cycle.max(due);
+        q.parts_left -= 1;
+        if q.parts_left == 0 {
+            let q = *q;
+            self.free_requests.push(r);
+            self.answer(q.port as usize, q.due_cycle, q.resp, q.start_cycle, q.waited, ctx);
+        }
+    }
+
+    /// Queues the answer to a request on its port, due at the start of cycle `due_cycle`.
+    fn answer(
+        &mut self,
+        p: usize,
+        due_cycle: u64,
+        resp: MemResponse,
+        start_cycle: u64,
+        waited: bool,
+        ctx: &mut Ctx<'_, M>,
+    ) {
+        let h = if waited { self.ids.miss_latency } else { self.ids.hit_latency };
+        ctx.stats().record(h, due_cycle.saturating_sub(start_cycle));
+        let due = self.cycles.edge(due_cycle);
+        self.answer_due = self.answer_due.min(due);
+        let port = &mut self.ports[p];
+        // Due ticks are produced in time order; the max only guards the FIFO's order.
+        let due = due.max(port.last_due);
+        port.last_due = due;
+        port.answers.push_back((due, resp));
+    }
+
+    /// Sends downstream what is queued, until the link refuses.
+    fn flush_down(&mut self, ctx: &mut Ctx<'_, M>) {
+        if self.down_blocked {
+            return;
+        }
+        while let Some(&req) = self.down.front() {
+            if ctx.send(self.down_req, M::wrap(req)).is_err() {
+                self.down_blocked = true;
+                return;
+            }
+            self.down.pop_front();
+            if req.write {
+                self.writes_queued -= 1;
+            }
+        }
+    }
+
+    /// Sends every answer that is due, port by port, until a port's link refuses.
+    fn send_answers(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = self.now;
+        let mut next = Tick::MAX;
+        for port in &mut self.ports {
+            if port.out_blocked {
+                continue;
+            }
+            while let Some(&(due, resp)) = port.answers.front() {
+                if due > now {
+                    next = next.min(due);
+                    break;
+                }
+                if ctx.send(port.out, M::wrap(resp)).is_err() {
+                    port.out_blocked = true;
+                    break;
+                }
+                port.answers.pop_front();
+                port.inflight -= 1;
+                ctx.progress();
+            }
+        }
+        self.answer_due = next;
+    }
+
+    /// Looks up as many line accesses as this cycle allows, round robin over the ports. Returns
+    /// whether lookups are left for the next cycle.
+    fn lookups(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+        let cycle = self.cycles.cycle_of(self.now);
+        if cycle != self.cycle {
+            self.cycle = cycle;
+            self.used = 0;
+        }
+        let n = self.ports.len();
+        loop {
+            let mut moved = false;
+            for _ in 0..n {
+                if self.used >= self.geo.lookups_per_cycle {
+                    return self.ports.iter().any(|p| p.head.is_some() || ctx.peek(p.inp).is_some());
+                }
+                // The pointer moves past every port offered a turn, so each gets one in n.
+                let p = self.rr;
+                self.rr = if p + 1 == n { 0 } else { p + 1 };
+                if self.step(p, cycle, ctx) {
+                    self.used += 1;
+                    moved = true;
+                }
+            }
+            if !moved {
+                return false;
+            }
+        }
+    }
+
+    /// One line access for port `p`, taking a new request if it has none. Returns whether a
+    /// lookup was done.
+    fn step(&mut self, p: usize, cycle: u64, ctx: &mut Ctx<'_, M>) -> bool {
+        let Some(req) = self.head(p, ctx) else { return false };
+        if req.bytes == 0 {
+            // Nothing to look up: answered as a hit, touching no line.
+            self.ports[p].head = None;
+            self.bump(Count::Hits);
+            self.answer(p, self.due_cycle(cycle), req.respond(), cycle, false, ctx);
+            return true;
+        }
+        let (parts, next_part) = (self.ports[p].parts, self.ports[p].next_part);
+        if parts > 1 && self.ports[p].request == NONE {
+            // A request of several lines needs its index from the first line on, to gather them.
+            if !self.request_room(p) {
+                self.note_stall(p, Stall::Mshr);
+                return false;
+            }
+            self.request_index(p, cycle);
+        }
+        match self.access(p, req, cycle) {
+            Outcome::Stall(why) => {
+                self.note_stall(p, why);
+                return false;
+            }
+            Outcome::Done => {
+                let due = self.due_cycle(cycle);
+                match self.ports[p].request {
+                    NONE => self.answer(p, due, req.respond(), cycle, false, ctx),
+                    r => self.finish_part(r, due, ctx),
+                }
+            }
+            Outcome::Waiting => {
+                let r = self.ports[p].request;
+                self.requests[r as usize].waited = true;
+            }
+        }
+        let port = &mut self.ports[p];
+        port.stalled = None;
+        port.next_part = next_part + 1;
+        if port.next_part >= parts {
+            port.head = None;
+            port.request = NONE;
+        }
+        true
+    }
+
+    /// Port `p`'s request being looked up, taken off its link if it has none and may take one.
+    fn head(&mut self, p: usize, ctx: &mut Ctx<'_, M>) -> Option<MemRequest> {
+        if let Some(h) = self.ports[p].head {
+            return Some(h);
+        }
+        if self.ports[p].inflight >= self.answers_cap {
+            self.note_stall(p, Stall::Answers);
+            return None;
+        }
+        let req = loop {
+            let msg = ctx.recv(self.ports[p].inp)?;
+            // Anything but a request is a wiring error with nothing to answer.
+            if let Ok(req) = Carries::<MemRequest>::unwrap_as(msg) {
+                break req;
+            }
+        };
+        let ls = self.geo.line_shift;
+        let last = req.addr.saturating_add(u64::from(req.bytes).max(1)) - 1;
+        let port = &mut self.ports[p];
+        port.head = Some(req);
+        port.next_part = 0;
+        port.parts = (last >> ls) - (req.addr >> ls) + 1;
+        port.request = NONE;
+        port.inflight += 1;
+        if req.write {
+            self.bump(Count::Writes);
+        } else {
+            self.bump(Count::Reads);
+        }
+        Some(req)
+    }
+
+    /// Counts a stall once per episode.
+    fn note_stall(&mut self, p: usize, why: Stall) {
+        let port = &mut self.ports[p];
+        if port.stalled == Some(why) {
+            return;
+        }
+        port.stalled = Some(why);
+        match why {
+            Stall::Mshr => self.bump(Count::MshrFullStalls),
+            Stall::SetBusy => self.bump(Count::SetBusyStalls),
+            Stall::Writeback => self.bump(Count::WritebackFullStalls),
+            Stall::Answers => {}
+        }
+    }
+
+    /// Looks up the next line access of port `p`'s request `req`; changes nothing on a stall.
+    fn access(&mut self, p: usize, req: MemRequest, cycle: u64) -> Outcome {
+        let ls = self.geo.line_shift;
+        let line = (req.addr >> ls) + self.ports[p].next_part;
+        let base = line << ls;
+        let end = req.addr.saturating_add(u64::from(req.bytes));
+        let lo = req.addr.max(base) - base;
+        let hi = end.min(base.saturating_add(self.geo.line_bytes())) - base;
+        let need = self.sectors.touched(lo, hi);
+        let nt = req.non_temporal;
+        let set = self.tags.set_of(line);
+        match self.tags.lookup(set, line) {
+            Lookup::Present(w) if req.write => self.write_present(set, w, line, (lo, hi), nt),
+            Lookup::Present(w) => self.read_present(p, set, w, line, need, nt, cycle),
+            Lookup::Absent(empty) => self.absent(p, req, set, line, (lo, hi), empty, cycle),
+        }
+    }
+
+    /// A read of `need` in a line that is present.
+    #[allow(clippy::too_many_arguments)]
+    fn read_present(
+        &mut self,
+        p: usize,
+        set: usize,
+        w: usize,
+        line: u64,
+        need: SectorMask,
+        nt: bool,
+        cycle: u64,
+    ) -> Outcome {
+        let missing = need & !self.tags.way(set, w).valid;
+        if missing == 0 {
+            if !nt {
+                self.policy.touch(set, w);
+            }
+            self.bump(Count::Hits);
+            return Outcome::Done;
+        }
+        let lock = self.tags.lock(set, w);
+        let m = if lock != NO_MSHR {
+            let m = lock;
+            let uncovered = missing & !self.mshrs.get(m).pending;
+            let read_room = uncovered == 0 || self.reads_in_flight < self.geo.mshrs;
+            if !self.mshrs.target_room(m) || !self.request_room(p) || !read_room {
+                return Outcome::Stall(Stall::Mshr);
+            }
+            if uncovered != 0 {
+                self.fetch(m, line, uncovered, nt);
+                self.bump(Count::SectorMisses);
+            } else {
+                self.bump(Count::Merged);
+            }
+            m
+        } else {
+            if !self.mshr_room() || !self.request_room(p) {
+                return Outcome::Stall(Stall::Mshr);
+            }
+            let Some(m) = self.mshrs.allocate(line, Some(w as u32)) else {
+                return Outcome::Stall(Stall::Mshr);
+            };
+            self.tags.set_lock(set, w, m);
+            self.fetch(m, line, missing, nt);
+            self.bump(Count::SectorMisses);
+            m
+        };
+        let r = self.request_index(p, cycle);
+        self.mshrs.add_target(m, Target { request: r, need });
+        if !nt {
+            self.policy.touch(set, w);
+        }
+        Outcome::Waiting
+    }
+
+    /// A write of bytes `[lo, hi)` of a line that is present: whole sectors become valid and
+    /// dirty at once; partly written sectors not present are fetched (or already are).
+    fn write_present(&mut self, set: usize, w: usize, line: u64, (lo, hi): (u64, u64), nt: bool) -> Outcome {
+        let need = self.sectors.touched(lo, hi);
+        let full = self.sectors.covered(lo, hi);
+        let partial = need & !full & !self.tags.way(set, w).valid;
+        let lock = self.tags.lock(set, w);
+        let pending = if lock != NO_MSHR { self.mshrs.get(lock).pending } else { 0 };
+        let fetch = partial & !pending;
+        if fetch != 0 {
+            if lock != NO_MSHR {
+                if self.reads_in_flight >= self.geo.mshrs {
+                    return Outcome::Stall(Stall::Mshr);
+                }
+                self.fetch(lock, line, fetch, nt);
+            } else {
+                if !self.mshr_room() {
+                    return Outcome::Stall(Stall::Mshr);
+                }
+                let Some(m) = self.mshrs.allocate(line, Some(w as u32)) else {
+                    return Outcome::Stall(Stall::Mshr);
+                };
+                self.tags.set_lock(set, w, m);
+                self.fetch(m, line, fetch, nt);
+            }
+            self.bump(Count::SectorMisses);
+        } else if partial != 0 {
+            self.bump(Count::Merged);
+        } else {
+            self.bump(Count::Hits);
+        }
+        let way = self.tags.way_mut(set, w);
+        way.valid |= full;
+        way.dirty |= need;
+        if !nt {
+            self.policy.touch(set, w);
+        }
+        Outcome::Done
+    }
+
+    /// An access to a line that is absent: merge into a bypass in flight, bypass, or allocate
+    /// (`empty` is an empty way of the set, if there is one).
+    #[allow(clippy::too_many_arguments)]
+    fn absent(
+        &mut self,
+        p: usize,
+        req: MemRequest,
+        set: usize,
+        line: u64,
+        (lo, hi): (u64, u64),
+        empty: Option<usize>,
+        cycle: u64,
+    ) -> Outcome {
+        let need = self.sectors.touched(lo, hi);
+        let nt = req.non_temporal;
+        if let Some(m) = self.mshrs.find_bypass(line) {
+            // A bypassing read of this line is in flight: a read it covers rides along; anything
+            // else waits for it to finish, so a line is never both bypassed and allocated.
+            let e = self.mshrs.get(m);
+            let covered = need & !(e.pending | e.arrived) == 0;
+            if req.write || !covered || !self.mshrs.target_room(m) || !self.request_room(p) {
+                return Outcome::Stall(Stall::Mshr);
+            }
+            let r = self.request_index(p, cycle);
+            self.mshrs.add_target(m, Target { request: r, need });
+            self.bump(Count::Merged);
+            return Outcome::Waiting;
+        }
+        if nt && self.non_temporal == NonTemporalPolicy::Bypass {
+            if req.write {
+                if self.writes_queued >= self.geo.writeback_buffer {
+                    return Outcome::Stall(Stall::Writeback);
+                }
+                self.write_down((line << self.geo.line_shift) + lo, hi - lo, true);
+                self.bump(Count::Bypasses);
+                return Outcome::Done;
+            }
+            if !self.mshr_room() || !self.request_room(p) {
+                return Outcome::Stall(Stall::Mshr);
+            }
+            let Some(m) = self.mshrs.allocate(line, None) else {
+                return Outcome::Stall(Stall::Mshr);
+            };
+            self.fetch(m, line, need, true);
+            let r = self.request_index(p, cycle);
+            self.mshrs.add_target(m, Target { request: r, need });
+            self.bump(Count::Bypasses);
+            return Outcome::Waiting;
+        }
+        let full = if req.write { self.sectors.covered(lo, hi) } else { 0 };
+        let fetch = need & !full;
+        if fetch != 0 && (!self.mshr_room() || (!req.write && !self.request_room(p))) {
+            return Outcome::Stall(Stall::Mshr);
+        }
+        let tags = &self.tags;
+        let Some(v) = empty.or_else(|| self.policy.victim(set, |w| tags.unlocked(set, w))) else {
+            return Outcome::Stall(Stall::SetBusy);
+        };
+        let old = self.tags.line(set, v);
+        let victim = *self.tags.way(set, v);
+        let write_back = old.is_some() && victim.dirty != 0;
+        if write_back && self.writes_queued >= self.geo.writeback_buffer {
+            return Outcome::Stall(Stall::Writeback);
+        }
+        if let Some(old) = old {
+            self.bump(Count::Evictions);
+            if write_back {
+                let (offset, bytes) = self.sectors.span(victim.dirty);
+                self.write_down((old << self.geo.line_shift) + offset, bytes, false);
+                self.bump(Count::Writebacks);
+            }
+        }
+        let dirty = if req.write { need } else { 0 };
+        self.tags.install(set, v, line, full, dirty);
+        self.policy.insert(set, v, nt);
+        self.bump(Count::Misses);
+        if fetch != 0 {
+            let Some(m) = self.mshrs.allocate(line, Some(v as u32)) else {
+                // Unreachable: `mshr_room` was checked above and nothing allocated since.
+                return Outcome::Done;
+            };
+            self.tags.set_lock(set, v, m);
+            self.fetch(m, line, fetch, nt);
+            if !req.write {
+                let r = self.request_index(p, cycle);
+                self.mshrs.add_target(m, Target { request: r, need });
+                return Outcome::Waiting;
+            }
+        }
+        Outcome::Done
+    }
+
+    /// Sets a timer for the earliest known work: the next answer due on a port that can send,
+    /// and the next cycle's lookups when this cycle's ran out.
+    fn arm(&mut self, more_lookups: bool, ctx: &mut Ctx<'_, M>) {
+        let mut next = if more_lookups { self.cycles.edge(self.cycle + 1) } else { Tick::MAX };
+        for port in &self.ports {
+            if !port.out_blocked
+                && let Some(&(due, _)) = port.answers.front()
+            {
+                next = next.min(due);
+            }
+        }
+        if next < self.armed {
+            ctx.schedule_at(next, Priority::DEFAULT, 0);
+            self.armed = next;
+        }
+    }
+
+    /// Adds the counts since the last flush to the registered statistics.
+    #[inline]
+    fn flush_stats(&mut self, ctx: &mut Ctx<'_, M>) {
+        while self.changed != 0 {
+            let i = self.changed.trailing_zeros() as usize;
+            self.changed &= self.changed - 1;
+            ctx.stats().add(self.ids.counters[i], self.counts[i] - self.flushed[i]);
+            self.flushed[i] = self.counts[i];
+        }
+    }
+}
+
+impl<M> Component for Cache<M>
+where
+    M: Carries<MemRequest> + Carries<MemResponse>,
+{
+    type Msg = M;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
+        match why {
+            Wake::Timer(_) => {
+                if ctx.now() >= self.armed {
+                    self.armed = Tick::MAX;
+                }
+            }
+            Wake::Space(link) => match self.role_of_link.get(link.index()) {
+                Some(Role::DownReq) => self.down_blocked = false,
+                Some(&Role::Output(p)) => {
+                    self.ports[p as usize].out_blocked = false;
+                    self.answer_due = 0;
+                }
+                _ => {}
+            },
+            Wake::Arrival(_) | Wake::Start => {}
+        }
+        self.pump(ctx);
+    }
+
+    fn busy(&self) -> bool {
+        self.mshrs.active() > 0
+            || !self.down.is_empty()
+            || self.ports.iter().any(|p| p.head.is_some() || !p.answers.is_empty())
+    }
+
+    fn status(&self) -> String {
+        let stalled: Vec<String> = self
+            .ports
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.stalled.filter(|_| p.head.is_some()).map(|s| format!("port {i} on {s:?}")))
+            .collect();
+        format!(
+            "{} of {} MSHRs busy, {} reads in flight, {} requests queued downstream{}, {} answers waiting{}",
+            self.mshrs.active(),
+            self.geo.mshrs,
+            self.reads_in_flight,
+            self.down.len(),
+            if self.down_blocked { " (link full)" } else { "" },
+            self.ports.iter().map(|p| p.answers.len()).sum::<usize>(),
+            if stalled.is_empty() { String::new() } else { format!("; stalled: {}", stalled.join(", ")) },
+        )
+    }
+}

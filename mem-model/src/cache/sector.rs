@@ -1,0 +1,94 @@
+//! Sector masks: which sectors of a line a byte range touches, covers or spans.
+//!
+//! A line of up to 64 sectors keeps its valid and dirty state as one `u64` each, bit `s` for
+//! sector `s`. An unsectored cache is the case of one sector per line.
+
+/// Bit `s` set: sector `s` of the line.
+pub type SectorMask = u64;
+
+/// Sector arithmetic of one cache's line and sector sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sectors {
+    line_shift: u32,
+    sector_shift: u32,
+}
+
+impl Sectors {
+    /// Sectors of `1 << sector_shift` bytes in lines of `1 << line_shift` bytes (at most 64).
+    pub fn new(line_shift: u32, sector_shift: u32) -> Self {
+        Self { line_shift, sector_shift }
+    }
+
+    /// Bits `first..=last` (both below 64, `first <= last`).
+    #[inline]
+    pub fn bits(first: u32, last: u32) -> SectorMask {
+        (u64::MAX >> (63 - last)) & (u64::MAX << first)
+    }
+
+    /// The sectors that bytes `[lo, hi)` of a line touch (offsets within the line,
+    /// `lo < hi <= line`).
+    #[inline]
+    pub fn touched(&self, lo: u64, hi: u64) -> SectorMask {
+        if hi <= lo {
+            return 0;
+        }
+        Self::bits((lo >> self.sector_shift) as u32, ((hi - 1) >> self.sector_shift) as u32)
+    }
+
+    /// The sectors that bytes `[lo, hi)` of a line cover entirely.
+    #[inline]
+    pub fn covered(&self, lo: u64, hi: u64) -> SectorMask {
+        let size = 1u64 << self.sector_shift;
+        let first = lo.div_ceil(size);
+        let end = hi >> self.sector_shift;
+        if first >= end { 0 } else { Self::bits(first as u32, (end - 1) as u32) }
+    }
+
+    /// The sectors of the line starting at `base` that the range `[addr, addr + bytes)` touches,
+    /// clamped to the line (used for fills, whose range comes from downstream).
+    #[inline]
+    pub fn touched_in_line(&self, base: u64, addr: u64, bytes: u64) -> SectorMask {
+        let line_end = base.saturating_add(1 << self.line_shift);
+        let lo = addr.clamp(base, line_end);
+        let hi = addr.saturating_add(bytes).clamp(base, line_end);
+        self.touched(lo - base, hi - base)
+    }
+
+    /// The byte range `(offset, bytes)` from the first to the last sector of a non-empty mask.
+    #[inline]
+    pub fn span(&self, mask: SectorMask) -> (u64, u64) {
+        let first = u64::from(mask.trailing_zeros());
+        let last = u64::from(63 - mask.leading_zeros());
+        (first << self.sector_shift, (last - first + 1) << self.sector_shift)
+    }
+
+    /// The mask of every sector from the first to the last of a non-empty `mask`.
+    #[inline]
+    pub fn fill_gaps(mask: SectorMask) -> SectorMask {
+        Self::bits(mask.trailing_zeros(), 63 - mask.leading_zeros())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_of_byte_ranges() {
+        let s = Sectors::new(6, 5); // 64 B lines, 32 B sectors
+        assert_eq!(s.touched(0, 32), 0b01);
+        assert_eq!(s.touched(31, 33), 0b11);
+        assert_eq!(s.touched(32, 64), 0b10);
+        assert_eq!(s.covered(0, 64), 0b11);
+        assert_eq!(s.covered(1, 64), 0b10);
+        assert_eq!(s.covered(1, 63), 0);
+        assert_eq!(s.span(0b10), (32, 32));
+        assert_eq!(s.touched_in_line(128, 100, 60), 0b01);
+        assert_eq!(s.touched_in_line(128, 0, u64::MAX), 0b11);
+        let wide = Sectors::new(12, 6); // 64 sectors
+        assert_eq!(wide.touched(0, 4096), u64::MAX);
+        assert_eq!(wide.covered(0, 4096), u64::MAX);
+        assert_eq!(Sectors::fill_gaps(0b1001), 0b1111);
+        assert_eq!(wide.span(1 << 63), (4032, 64));
+    }
+}

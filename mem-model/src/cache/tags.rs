@@ -1,0 +1,169 @@
+//! The tag array: which line each way of each set holds, and the state of its sectors.
+//!
+//! A way holds a line number (address / line size) or nothing, a mask of valid sectors, a mask
+//! of dirty sectors, and the MSHR fetching into it, if any (such a way is locked: it cannot be
+//! evicted until its fetches are back). A dirty sector may be not yet valid: a partial write
+//! to a sector being fetched marks it dirty at once and the fill makes it valid. Tags, sector
+//! state and locks sit in separate vectors so that a lookup scans one contiguous run of `ways`
+//! words and a victim search one run of `ways` locks.
+
+use super::sector::SectorMask;
+
+/// Marks a way that holds no line.
+const NO_LINE: u64 = u64::MAX;
+/// Marks a way with no fetch in flight.
+pub const NO_MSHR: u16 = u16::MAX;
+
+/// Sector state of one way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Way {
+    /// Sectors holding data.
+    pub valid: SectorMask,
+    /// Sectors written since the fill (to be written back on eviction).
+    pub dirty: SectorMask,
+}
+
+/// Where a line is, or where it could go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The line is in this way.
+    Present(usize),
+    /// The line is absent; this way of the set holds no line, if any does.
+    Absent(Option<usize>),
+}
+
+/// Tags and sector state of every way, set by set.
+#[derive(Debug, Clone)]
+pub struct TagArray {
+    sets: u64,
+    /// `sets - 1` when `sets` is a power of two (the usual case: a mask instead of a division).
+    mask: Option<u64>,
+    ways: usize,
+    lines: Vec<u64>,
+    state: Vec<Way>,
+    /// The MSHR fetching into each way, or [`NO_MSHR`].
+    locks: Vec<u16>,
+}
+
+impl TagArray {
+    /// An empty array of `sets` sets of `ways` ways.
+    pub fn new(sets: u64, ways: usize) -> Self {
+        let n = sets as usize * ways;
+        Self {
+            sets,
+            mask: sets.is_power_of_two().then(|| sets - 1),
+            ways,
+            lines: vec![NO_LINE; n],
+            state: vec![Way { valid: 0, dirty: 0 }; n],
+            locks: vec![NO_MSHR; n],
+        }
+    }
+
+    /// The set of line number `line`.
+    #[inline]
+    pub fn set_of(&self, line: u64) -> usize {
+        match self.mask {
+            Some(m) => (line & m) as usize,
+            None => (line % self.sets) as usize,
+        }
+    }
+
+    /// The way of `set` holding `line`, if any.
+    #[inline]
+    pub fn find(&self, set: usize, line: u64) -> Option<usize> {
+        self.lines[set * self.ways..(set + 1) * self.ways].iter().position(|&l| l == line)
+    }
+
+    /// The way of `set` holding `line`, or else an empty way, in one pass.
+    #[inline]
+    pub fn lookup(&self, set: usize, line: u64) -> Lookup {
+        let mut empty = None;
+        for (w, &l) in self.lines[set * self.ways..(set + 1) * self.ways].iter().enumerate() {
+            if l == line {
+                return Lookup::Present(w);
+            }
+            if l == NO_LINE && empty.is_none() {
+                empty = Some(w);
+            }
+        }
+        Lookup::Absent(empty)
+    }
+
+    /// The line number in a way, if any.
+    #[inline]
+    pub fn line(&self, set: usize, way: usize) -> Option<u64> {
+        let l = self.lines[set * self.ways + way];
+        (l != NO_LINE).then_some(l)
+    }
+
+    /// The state of a way.
+    #[inline]
+    pub fn way(&self, set: usize, way: usize) -> &Way {
+        &self.state[set * self.ways + way]
+    }
+
+    /// The state of a way, for update.
+    #[inline]
+    pub fn way_mut(&mut self, set: usize, way: usize) -> &mut Way {
+        &mut self.state[set * self.ways + way]
+    }
+
+    /// Whether a way has no fetch in flight (so it may be evicted).
+    #[inline]
+    pub fn unlocked(&self, set: usize, way: usize) -> bool {
+        self.locks[set * self.ways + way] == NO_MSHR
+    }
+
+    /// The MSHR fetching into a way, or [`NO_MSHR`].
+    #[inline]
+    pub fn lock(&self, set: usize, way: usize) -> u16 {
+        self.locks[set * self.ways + way]
+    }
+
+    /// Records MSHR `m` as fetching into a way ([`NO_MSHR`]: none).
+    #[inline]
+    pub fn set_lock(&mut self, set: usize, way: usize, m: u16) {
+        self.locks[set * self.ways + way] = m;
+    }
+
+    /// Places `line` in a way with the given sector state, no fetch in flight.
+    #[inline]
+    pub fn install(&mut self, set: usize, way: usize, line: u64, valid: SectorMask, dirty: SectorMask) {
+        let i = set * self.ways + way;
+        self.lines[i] = line;
+        self.state[i] = Way { valid, dirty };
+        self.locks[i] = NO_MSHR;
+    }
+
+    /// Whether `line` is present with every sector of `sectors` valid (for tests and checks).
+    pub fn holds(&self, line: u64, sectors: SectorMask) -> bool {
+        let set = self.set_of(line);
+        self.find(set, line).is_some_and(|w| self.way(set, w).valid & sectors == sectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_find_and_lock() {
+        let odd = TagArray::new(3, 2);
+        assert_eq!(odd.set_of(10), 1);
+        let mut t = TagArray::new(4, 2);
+        assert_eq!(t.set_of(9), 1);
+        assert_eq!(t.find(1, 9), None);
+        assert_eq!(t.lookup(1, 9), Lookup::Absent(Some(0)));
+        t.install(1, 0, 9, 0b1, 0);
+        assert_eq!(t.find(1, 9), Some(0));
+        assert_eq!(t.lookup(1, 9), Lookup::Present(0));
+        assert_eq!(t.lookup(1, 5), Lookup::Absent(Some(1)));
+        assert!(t.holds(9, 0b1));
+        assert!(!t.holds(9, 0b11));
+        t.set_lock(1, 0, 3);
+        assert!(!t.unlocked(1, 0));
+        assert_eq!(t.lock(1, 0), 3);
+        assert_eq!(t.line(1, 0), Some(9));
+        assert_eq!(t.line(1, 1), None);
+    }
+}

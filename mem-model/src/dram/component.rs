@@ -1,0 +1,606 @@
+//! The DRAM as an engine component: [`Dram`], plug-compatible with [`crate::SimpleMemory`].
+//!
+//! Contract: requests arrive on input ports (one link pair per requester) and are answered on
+//! the port they came from. A request of any size is cut into bursts (the bursts overlapping
+//! `[addr, addr + bytes)`, at least one): a 64 B request on a 32 B-burst pseudo-channel is two
+//! column commands, and with a 256 B interleave both go to the same pseudo-channel and row.
+//! Bursts are queued at the pseudo-channel controllers that own them ([`crate::dram::mapping`]).
+//!
+//! * Reads are answered when the last burst's data has returned: RD issue + `latency.read`
+//!   (nCL + nBL) cycles, at that clock edge.
+//! * Writes are posted: answered as soon as all their bursts are accepted into the write queues
+//!   (the controller owns the data from then on), as DRAMsim3 and Ramulator do.
+//! * A request that touches bytes at or beyond the capacity is a *fault*: it is dropped
+//!   unanswered, counted (`faults`) and the first one is kept ([`Dram::fault`], also shown in
+//!   [`Component::status`]), as exec-core's cores record theirs. The front end checks
+//!   [`Dram::fault`] after a run.
+//! * A full controller queue leaves the rest of the request (and later ones from the same port)
+//!   in the link, which back-pressures the requester; other ports carry on.
+//! * Per-requester response order follows completion, not arrival.
+//!
+//! Event-driven: the component keeps, per controller, the next cycle it must run (`u64::MAX`
+//! when idle) and one engine timer at the earliest of those and of the earliest data return.
+//! When the timer fires, every controller due at that cycle runs, in index order. A pseudo-
+//! channel with no work costs nothing; with work it sleeps until its next command can be legal.
+//! One engine event serves every controller and every data return of a cycle, which keeps the
+//! engine's queue small when hundreds of pseudo-channels are busy.
+
+use crate::dram::command::{Command, NUM_COMMANDS};
+use crate::dram::controller::{Controller, FIRST_ACT, FIRST_PRE, Issued, NO_REQ, RunOut};
+use crate::dram::counters::{DramCounters, StatIds};
+use crate::dram::device::Device;
+use crate::dram::error::DramError;
+use crate::dram::log::IssuedCommand;
+use crate::dram::spec::DramSpec;
+use crate::{MemRequest, MemResponse};
+use sim_core::{Carries, Clock, Component, Ctx, LinkId, Priority, Stats, Tick, Wake};
+use std::collections::VecDeque;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A request the DRAM refused because it lies outside the capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DramFault {
+    /// The request's id.
+    pub id: u64,
+    /// Its first byte.
+    pub addr: u64,
+    /// Its size.
+    pub bytes: u32,
+    /// The DRAM's capacity in bytes.
+    pub capacity: u64,
+    /// When it arrived.
+    pub tick: Tick,
+}
+
+impl fmt::Display for DramFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "request {} at tick {}: address {:#x} ({} B) is outside the DRAM's {} B (last valid address {:#x})",
+            self.id,
+            self.tick,
+            self.addr,
+            self.bytes,
+            self.capacity,
+            self.capacity.saturating_sub(1)
+        )
+    }
+}
+
+/// Cycle/tick conversion with a multiply-only fast path for whole-picosecond periods.
+#[derive(Debug, Clone, Copy)]
+struct Ticker {
+    clock: Clock,
+    ps: Option<u64>,
+}
+
+impl Ticker {
+    #[inline]
+    fn tick(self, cycle: u64) -> Tick {
+        match self.ps {
+            Some(p) => cycle.saturating_mul(p),
+            None => self.clock.edge(cycle),
+        }
+    }
+
+    #[inline]
+    fn cycle_floor(self, t: Tick) -> u64 {
+        match self.ps {
+            Some(p) => t / p,
+            None => self.clock.cycle_at(t),
+        }
+    }
+
+    #[inline]
+    fn cycle_ceil(self, t: Tick) -> u64 {
+        match self.ps {
+            Some(p) => t.div_ceil(p),
+            None => {
+                let c = self.clock.cycle_at(t);
+                if self.clock.edge(c) == t { c } else { c + 1 }
+            }
+        }
+    }
+}
+
+/// A request being served.
+#[derive(Debug, Clone, Copy)]
+struct ReqState {
+    req: MemRequest,
+    arrival: Tick,
+    port: u32,
+    /// Bursts not yet done (reads: data returned; writes: WR issued).
+    remaining: u32,
+    classified: bool,
+}
+
+/// The part of a request not yet queued (its controller's queue was full).
+#[derive(Debug, Clone, Copy)]
+struct Split {
+    slot: u32,
+    next: u64,
+    end: u64,
+}
+
+#[derive(Debug)]
+struct Port {
+    inp: LinkId,
+    out: LinkId,
+    waiting: VecDeque<MemResponse>,
+    split: Option<Split>,
+}
+
+/// A DRAM or HBM memory (see the module docs).
+pub struct Dram<M> {
+    name: String,
+    spec: DramSpec,
+    ticker: Ticker,
+    device: Device,
+    ctrls: Vec<Controller>,
+    wake_at: Vec<u64>,
+    /// The minimum of `wake_at` (kept as it changes, so re-arming the timer is O(1)).
+    min_wake: u64,
+    /// (cycle, request) of read bursts whose data is on its way, in cycle order.
+    completions: VecDeque<(u64, u32)>,
+    reqs: Vec<ReqState>,
+    free_reqs: Vec<u32>,
+    live: usize,
+    ports: Vec<Port>,
+    port_of_in: Vec<u32>,
+    port_of_out: Vec<u32>,
+    blocked_ports: usize,
+    timer_at: Tick,
+    out: RunOut,
+    log: Option<Vec<IssuedCommand>>,
+    counters: DramCounters,
+    ids: StatIds,
+    fault: Option<DramFault>,
+    read_latency: u64,
+    capacity: u64,
+    pcs: u32,
+    bank_groups: u32,
+    banks: u32,
+    _msg: PhantomData<fn() -> M>,
+}
+
+impl<M> Dram<M> {
+    /// A DRAM named `name` built from `spec`, answering on `ports` (input link, output link)
+    /// pairs; registers its statistics under `name` in `stats`.
+    pub fn new(
+        name: &str,
+        spec: &DramSpec,
+        ports: &[(LinkId, LinkId)],
+        stats: &mut Stats,
+    ) -> Result<Self, DramError> {
+        let ids = StatIds::register(stats, name, spec.controllers())?;
+        let device = Device::new(spec);
+        let o = spec.organization();
+        let mut ctrls = Vec::with_capacity(spec.controllers() as usize);
+        for ch in 0..o.channels {
+            for pc in 0..o.pseudo_channels {
+                ctrls.push(Controller::new(spec, &device, ch, pc));
+            }
+        }
+        let map = |f: fn(&(LinkId, LinkId)) -> LinkId| {
+            let max = ports.iter().map(|p| f(p).index()).max().map_or(0, |m| m + 1);
+            let mut v = vec![u32::MAX; max];
+            for (i, p) in ports.iter().enumerate() {
+                v[f(p).index()] = i as u32;
+            }
+            v
+        };
+        let counters = DramCounters { served: vec![0; ctrls.len()], ..DramCounters::default() };
+        Ok(Dram {
+            name: name.to_string(),
+            ticker: Ticker { clock: spec.clock(), ps: spec.tck_ps_exact() },
+            wake_at: vec![u64::MAX; ctrls.len()],
+            min_wake: u64::MAX,
+            ctrls,
+            device,
+            completions: VecDeque::with_capacity(1024),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            live: 0,
+            port_of_in: map(|p| p.0),
+            port_of_out: map(|p| p.1),
+            ports: ports
+                .iter()
+                .map(|&(inp, out)| Port { inp, out, waiting: VecDeque::new(), split: None })
+                .collect(),
+            blocked_ports: 0,
+            timer_at: Tick::MAX,
+            out: RunOut::default(),
+            log: None,
+            counters,
+            ids,
+            fault: None,
+            read_latency: spec.read_latency(),
+            capacity: spec.capacity_bytes(),
+            pcs: o.pseudo_channels,
+            bank_groups: o.bank_groups,
+            banks: o.banks,
+            spec: spec.clone(),
+            _msg: PhantomData,
+        })
+    }
+
+    /// The specification it was built from.
+    pub fn spec(&self) -> &DramSpec {
+        &self.spec
+    }
+
+    /// A snapshot of its counters.
+    pub fn counters(&self) -> DramCounters {
+        self.counters.clone()
+    }
+
+    /// Turns the command log on (clearing it) or off.
+    pub fn set_command_log(&mut self, on: bool) {
+        self.log = on.then(Vec::new);
+    }
+
+    /// Commands issued since the log was turned on (empty when it is off).
+    pub fn command_log(&self) -> &[IssuedCommand] {
+        self.log.as_deref().unwrap_or(&[])
+    }
+
+    /// The first request refused for lying outside the capacity, if any.
+    pub fn fault(&self) -> Option<&DramFault> {
+        self.fault.as_ref()
+    }
+
+    /// Requests accepted and not yet finished (answered reads; issued writes).
+    pub fn outstanding(&self) -> usize {
+        self.live
+    }
+
+    fn queued(&self) -> (u64, u64) {
+        self.ctrls.iter().fold((0, 0), |(r, w), c| {
+            let (a, b) = c.queued();
+            (r + u64::from(a), w + u64::from(b))
+        })
+    }
+}
+
+impl<M> Dram<M>
+where
+    M: Carries<MemRequest> + Carries<MemResponse>,
+{
+    /// Pulls requests from port `p` until its link is empty or a queue is full.
+    fn pull(&mut self, p: usize, ctx: &mut Ctx<'_, M>) {
+        loop {
+            if self.ports[p].split.is_some() {
+                if !self.feed(p, ctx) {
+                    return;
+                }
+                continue;
+            }
+            let Some(msg) = ctx.recv(self.ports[p].inp) else { return };
+            // A memory only understands requests; anything else is a wiring error that the
+            // watchdog reports as a stuck requester, so it is dropped here.
+            if let Ok(req) = Carries::<MemRequest>::unwrap_as(msg) {
+                self.admit(p, req, ctx);
+            }
+        }
+    }
+
+    /// Takes a new request: checks its range and starts queueing its bursts.
+    fn admit(&mut self, p: usize, req: MemRequest, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        let len = u64::from(req.bytes.max(1));
+        let in_range = req.addr.checked_add(len).is_some_and(|end| end <= self.capacity);
+        if !in_range {
+            self.counters.faults += 1;
+            ctx.stats().inc(self.ids.faults);
+            if self.fault.is_none() {
+                self.fault = Some(DramFault {
+                    id: req.id,
+                    addr: req.addr,
+                    bytes: req.bytes,
+                    capacity: self.capacity,
+                    tick: now,
+                });
+            }
+            return;
+        }
+        let burst = self.spec.burst_bytes();
+        let start = req.addr - req.addr % burst;
+        let end = (req.addr + len).div_ceil(burst) * burst;
+        let bursts = u32::try_from((end - start) / burst).unwrap_or(u32::MAX);
+        let state = ReqState { req, arrival: now, port: p as u32, remaining: bursts, classified: false };
+        let slot = match self.free_reqs.pop() {
+            Some(s) => {
+                self.reqs[s as usize] = state;
+                s
+            }
+            None => {
+                self.reqs.push(state);
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.live += 1;
+        let s = ctx.stats();
+        if req.write {
+            self.counters.writes += 1;
+            self.counters.bytes_written += u64::from(req.bytes);
+            s.inc(self.ids.writes);
+            s.add(self.ids.bytes_written, u64::from(req.bytes));
+        } else {
+            self.counters.reads += 1;
+            self.counters.bytes_read += u64::from(req.bytes);
+            s.inc(self.ids.reads);
+            s.add(self.ids.bytes_read, u64::from(req.bytes));
+        }
+        self.ports[p].split = Some(Split { slot, next: start, end });
+    }
+
+    /// Queues the remaining bursts of port `p`'s current request; false if a queue is full.
+    fn feed(&mut self, p: usize, ctx: &mut Ctx<'_, M>) -> bool {
+        let Some(mut split) = self.ports[p].split else { return true };
+        let burst = self.spec.burst_bytes();
+        let write = self.reqs[split.slot as usize].req.write;
+        let cycle = self.ticker.cycle_ceil(ctx.now());
+        while split.next < split.end {
+            let Some(a) = self.spec.mapping().decode(split.next) else { break };
+            let i = self.spec.mapping().controller_of(&a) as usize;
+            if !self.ctrls[i].can_accept(write) {
+                self.ports[p].split = Some(split);
+                self.blocked_ports += 1;
+                return false;
+            }
+            if self.ctrls[i].is_idle() {
+                self.ctrls[i].catch_up(&mut self.device, cycle, &mut self.out);
+                self.absorb(i, ctx);
+            }
+            let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
+            let wake = self.ctrls[i].push(&self.device, write, bank, a.row, a.column, split.slot, cycle);
+            self.wake_at[i] = self.wake_at[i].min(wake);
+            self.min_wake = self.min_wake.min(wake);
+            split.next += burst;
+        }
+        self.ports[p].split = None;
+        if write {
+            // Posted write: acknowledged once the controllers hold all its data.
+            let r = self.reqs[split.slot as usize];
+            self.send(r.port as usize, r.req.respond(), ctx);
+        }
+        true
+    }
+
+    /// Sends (or queues behind a full link) a response on port `p`.
+    fn send(&mut self, p: usize, resp: MemResponse, ctx: &mut Ctx<'_, M>) {
+        let port = &mut self.ports[p];
+        if !port.waiting.is_empty() {
+            port.waiting.push_back(resp);
+            return;
+        }
+        if let Err(msg) = ctx.send(port.out, M::wrap(resp)) {
+            // Woken by Wake::Space when the requester pops.
+            if let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) {
+                port.waiting.push_back(resp);
+            }
+        }
+        ctx.progress();
+    }
+
+    fn drain(&mut self, p: usize, ctx: &mut Ctx<'_, M>) {
+        let port = &mut self.ports[p];
+        while let Some(resp) = port.waiting.pop_front() {
+            if let Err(msg) = ctx.send(port.out, M::wrap(resp)) {
+                if let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) {
+                    port.waiting.push_front(resp);
+                }
+                return;
+            }
+        }
+    }
+
+    fn free_req(&mut self, slot: u32) {
+        self.free_reqs.push(slot);
+        self.live -= 1;
+    }
+
+    /// One read burst's data has returned.
+    fn complete(&mut self, slot: u32, ctx: &mut Ctx<'_, M>) {
+        let r = &mut self.reqs[slot as usize];
+        r.remaining = r.remaining.saturating_sub(1);
+        if r.remaining > 0 {
+            return;
+        }
+        let r = *r;
+        let latency = ctx.now().saturating_sub(r.arrival);
+        self.counters.read_responses += 1;
+        self.counters.read_latency_sum_ps = self.counters.read_latency_sum_ps.saturating_add(latency);
+        self.counters.read_latency_max_ps = self.counters.read_latency_max_ps.max(latency);
+        ctx.stats().record(self.ids.read_latency, latency);
+        self.send(r.port as usize, r.req.respond(), ctx);
+        self.free_req(slot);
+    }
+
+    /// Books the commands controller `i` just issued.
+    fn absorb(&mut self, i: usize, ctx: &mut Ctx<'_, M>) {
+        let mut out = std::mem::take(&mut self.out);
+        let stats = ctx.stats();
+        for is in out.issued.drain(..) {
+            self.book(i, &is, stats);
+        }
+        if out.drains > 0 {
+            self.counters.write_drains += u64::from(out.drains);
+            stats.add(self.ids.write_drains, u64::from(out.drains));
+            out.drains = 0;
+        }
+        // `out.freed` accumulates: `advance` retries blocked ports once the cycle's runs are done.
+        self.out = out;
+    }
+
+    fn book(&mut self, i: usize, is: &Issued, stats: &mut Stats) {
+        let cmd = is.cmd;
+        self.counters.commands[cmd.index()] += 1;
+        stats.inc(self.ids.commands[cmd.index()]);
+        match cmd {
+            Command::Act => stats.inc(self.ids.activations),
+            Command::Pre | Command::PreA => stats.inc(self.ids.precharges),
+            Command::RefAb | Command::RefPb => stats.inc(self.ids.refreshes),
+            _ => {}
+        }
+        if let Some(log) = &mut self.log {
+            let b = u32::from(is.bank);
+            let per_rank = self.bank_groups * self.banks;
+            log.push(IssuedCommand {
+                tick: self.ticker.tick(is.cycle),
+                cycle: is.cycle,
+                cmd,
+                channel: i as u32 / self.pcs,
+                pseudo_channel: i as u32 % self.pcs,
+                rank: b / per_rank,
+                bank_group: (b / self.banks) % self.bank_groups,
+                bank: b % self.banks,
+                row: is.row,
+                column: is.column,
+            });
+        }
+        if !cmd.is_column() || is.req == NO_REQ {
+            return;
+        }
+        self.counters.served[i] += 1;
+        stats.inc(self.ids.served[i]);
+        let r = &mut self.reqs[is.req as usize];
+        if !r.classified {
+            r.classified = true;
+            let (counter, id) = match is.first {
+                FIRST_ACT => (&mut self.counters.row_misses, self.ids.row_misses),
+                FIRST_PRE => (&mut self.counters.row_conflicts, self.ids.row_conflicts),
+                _ => (&mut self.counters.row_hits, self.ids.row_hits),
+            };
+            *counter += 1;
+            stats.inc(id);
+        }
+        if cmd.is_read() {
+            self.counters.bursts_read += 1;
+            stats.inc(self.ids.bursts_read);
+            self.completions.push_back((is.cycle + self.read_latency, is.req));
+        } else {
+            self.counters.bursts_written += 1;
+            stats.inc(self.ids.bursts_written);
+            r.remaining = r.remaining.saturating_sub(1);
+            if r.remaining == 0 {
+                self.free_req(is.req);
+            }
+        }
+    }
+
+    /// Does everything due at the current tick: data returns and controller runs.
+    fn advance(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        let cycle = self.ticker.cycle_floor(now);
+        while let Some(&(done, slot)) = self.completions.front() {
+            if done > cycle {
+                break;
+            }
+            self.completions.pop_front();
+            self.complete(slot, ctx);
+        }
+        // Retrying blocked ports can queue work for this very cycle: a few passes settle it
+        // (anything left is picked up by a timer at this tick).
+        for _ in 0..4 {
+            if self.min_wake > cycle {
+                break;
+            }
+            self.min_wake = u64::MAX;
+            for i in 0..self.ctrls.len() {
+                if self.wake_at[i] <= cycle {
+                    let next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
+                    self.wake_at[i] = next;
+                    self.absorb(i, ctx);
+                }
+                self.min_wake = self.min_wake.min(self.wake_at[i]);
+            }
+            let freed = std::mem::take(&mut self.out.freed);
+            if freed == 0 || self.blocked_ports == 0 {
+                break;
+            }
+            self.retry_blocked(ctx);
+        }
+        self.out.freed = 0;
+    }
+
+    fn retry_blocked(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.blocked_ports = 0;
+        for p in 0..self.ports.len() {
+            if self.ports[p].split.is_some() {
+                self.pull(p, ctx);
+            }
+        }
+    }
+
+    /// Keeps one engine timer at the earliest pending cycle.
+    fn rearm(&mut self, ctx: &mut Ctx<'_, M>) {
+        let next = self.completions.front().map_or(u64::MAX, |c| c.0).min(self.min_wake);
+        if next == u64::MAX {
+            return;
+        }
+        let t = self.ticker.tick(next).max(ctx.now());
+        if t < self.timer_at {
+            self.timer_at = t;
+            ctx.schedule_at(t, Priority::DEFAULT, 0);
+        }
+    }
+}
+
+impl<M> Component for Dram<M>
+where
+    M: Carries<MemRequest> + Carries<MemResponse>,
+{
+    type Msg = M;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
+        match why {
+            Wake::Arrival(link) => {
+                let p = self.port_of_in.get(link.index()).copied().unwrap_or(u32::MAX) as usize;
+                // A port with a request half queued waits for space, keeping arrival order.
+                if p < self.ports.len() && self.ports[p].split.is_none() {
+                    self.pull(p, ctx);
+                }
+            }
+            Wake::Timer(_) => {
+                if ctx.now() >= self.timer_at {
+                    self.timer_at = Tick::MAX;
+                }
+                self.advance(ctx);
+            }
+            Wake::Space(link) => {
+                let p = self.port_of_out.get(link.index()).copied().unwrap_or(u32::MAX) as usize;
+                if p < self.ports.len() {
+                    self.drain(p, ctx);
+                }
+            }
+            Wake::Start => {}
+        }
+        self.rearm(ctx);
+    }
+
+    fn busy(&self) -> bool {
+        self.live > 0 || self.ports.iter().any(|p| !p.waiting.is_empty() || p.split.is_some())
+    }
+
+    fn status(&self) -> String {
+        let (r, w) = self.queued();
+        let mut s = format!(
+            "{} requests in flight, {r} read and {w} write bursts queued, {} data returns pending",
+            self.live,
+            self.completions.len()
+        );
+        if let Some(f) = &self.fault {
+            s.push_str(&format!("; faulted: {f}"));
+        }
+        s
+    }
+}
+
+// The command count array and the log must agree on the command set.
+const _: () = assert!(NUM_COMMANDS == Command::ALL.len());

@@ -1,0 +1,148 @@
+//! Refresh bookkeeping of one pseudo-channel controller.
+//!
+//! Contract: each refresh *unit* (the whole pseudo-channel, or one rank, per `refresh_level`)
+//! falls due every refresh interval on a fixed schedule (due cycles do not drift when a refresh
+//! is late, as in Ramulator 2). A due unit is *pending*: the controller stops issuing anything
+//! else to its banks, precharges them (PREA, or PRE for one bank) and issues the refresh as soon
+//! as the constraint table allows; the table's REF -> ACT latency (tRFC) then keeps the banks
+//! blocked. Per-bank mode refreshes one bank of the unit every interval / banks (round robin)
+//! with REFpb, blocking only that bank.
+//!
+//! An idle controller schedules nothing, not even refreshes: when a request wakes it, the
+//! refreshes that fell due meanwhile are replayed at the cycles an idle controller would have
+//! issued them (all in the past, so they cost nothing but their effect on timing and counts).
+//! Refreshes of a pseudo-channel that never receives another request are therefore not counted.
+
+use crate::dram::command::{Command, Level};
+use crate::dram::spec::RefreshMode;
+
+/// One refresh unit's schedule.
+#[derive(Debug, Clone)]
+pub(crate) struct Unit {
+    /// Next cycle at which the unit falls due.
+    pub(crate) due: u64,
+    /// A refresh is owed and not yet issued.
+    pub(crate) pending: bool,
+    /// Cycle since which it is owed (and, during catch-up, the last replayed command).
+    pub(crate) since: u64,
+    /// Bank indices (within the pseudo-channel) of the unit.
+    pub(crate) banks: u128,
+    /// First bank index of the unit.
+    pub(crate) first_bank: u16,
+    /// Banks in the unit.
+    pub(crate) count: u16,
+    /// Per-bank mode: offset of the next bank to refresh.
+    pub(crate) cursor: u16,
+}
+
+/// Refresh state of one controller (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Refresh {
+    pub(crate) mode: RefreshMode,
+    pub(crate) units: Vec<Unit>,
+    /// Cycles between two dues of one unit.
+    interval: u64,
+}
+
+impl Refresh {
+    /// Units for `banks_per_pc` banks, `ranks` ranks, refreshed at `level` every
+    /// `refresh_interval` cycles (all-bank) or `refresh_interval / banks per unit` (per-bank).
+    pub(crate) fn new(
+        mode: RefreshMode,
+        level: Level,
+        refresh_interval: u64,
+        banks_per_pc: u32,
+        ranks: u32,
+    ) -> Refresh {
+        let unit_count = if level == Level::Rank { ranks } else { 1 };
+        let per_unit = banks_per_pc / unit_count;
+        let interval = match mode {
+            RefreshMode::PerBank => (refresh_interval / u64::from(per_unit)).max(1),
+            _ => refresh_interval.max(1),
+        };
+        let units = if mode == RefreshMode::None {
+            Vec::new()
+        } else {
+            (0..unit_count)
+                .map(|u| {
+                    let first = u * per_unit;
+                    let banks = (first..first + per_unit).fold(0u128, |m, b| m | (1u128 << b));
+                    Unit {
+                        due: interval,
+                        pending: false,
+                        since: 0,
+                        banks,
+                        first_bank: first as u16,
+                        count: per_unit as u16,
+                        cursor: 0,
+                    }
+                })
+                .collect()
+        };
+        Refresh { mode, units, interval }
+    }
+
+    /// Marks units due at or before `cycle` as pending.
+    #[inline]
+    pub(crate) fn mark_due(&mut self, cycle: u64) {
+        for u in &mut self.units {
+            if !u.pending && u.due <= cycle {
+                u.pending = true;
+                u.since = u.due;
+                u.due = u.due.saturating_add(self.interval);
+            }
+        }
+    }
+
+    /// Whether any unit owes a refresh.
+    #[inline]
+    pub(crate) fn any_pending(&self) -> bool {
+        self.units.iter().any(|u| u.pending)
+    }
+
+    /// Banks that regular scheduling must leave alone.
+    #[inline]
+    pub(crate) fn blocked(&self) -> u128 {
+        let mut m = 0;
+        for u in &self.units {
+            if u.pending {
+                m |= match self.mode {
+                    RefreshMode::PerBank => 1u128 << (u.first_bank + u.cursor),
+                    _ => u.banks,
+                };
+            }
+        }
+        m
+    }
+
+    /// Earliest due cycle of a unit that is not already pending.
+    #[inline]
+    pub(crate) fn next_due(&self) -> u64 {
+        self.units.iter().filter(|u| !u.pending).map(|u| u.due).min().unwrap_or(u64::MAX)
+    }
+
+    /// The command unit `u` needs next and the bank index it addresses (for PREA/REFab, the
+    /// unit's first bank, whose path holds the scope node); `open(bank)` says whether a bank is
+    /// open, `any_open` whether any bank of the unit is.
+    pub(crate) fn needed(&self, u: usize, any_open: bool, bank_open: impl Fn(u16) -> bool) -> (Command, u16) {
+        let unit = &self.units[u];
+        match self.mode {
+            RefreshMode::PerBank => {
+                let b = unit.first_bank + unit.cursor;
+                (if bank_open(b) { Command::Pre } else { Command::RefPb }, b)
+            }
+            _ => (if any_open { Command::PreA } else { Command::RefAb }, unit.first_bank),
+        }
+    }
+
+    /// Records that `cmd` was issued for unit `u`: a refresh settles it.
+    pub(crate) fn issued(&mut self, u: usize, cmd: Command) {
+        if cmd.is_refresh() {
+            let unit = &mut self.units[u];
+            unit.pending = false;
+            if self.mode == RefreshMode::PerBank {
+                unit.cursor = (unit.cursor + 1) % unit.count.max(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! The trace driver: a requester that replays a trace into the memory over one link pair.
+//!
+//! Contract: the driver reads records from its [`TraceSource`] one at a time (never more than
+//! one ahead) and sends each as a [`MemRequest`] when three things hold: the record is due (its
+//! timestamp, or its slot at the injection rate, has come), fewer than `max_in_flight` requests
+//! await their responses, and the request link has room. A refused send is retried when the
+//! link frees a slot ([`Wake::Space`]); a full in-flight window is retried when a response
+//! arrives; an early record waits on one timer. Requests are sent in trace order, each exactly
+//! once, with ids 0, 1, 2... Latency is measured from the send to the response's arrival, end
+//! to end, into HdrHistograms (picoseconds); the driver also counts reads, writes and bytes,
+//! and how late each timed request left ([`Pacing`]). It is finished when the source is
+//! exhausted and every response has arrived.
+//!
+//! A trace error (a bad line, a corrupted binary file, an address beyond the memory's
+//! capacity) stops the driver from issuing more: it waits for the responses in flight, then
+//! finishes, and [`TraceDriver::error`] holds the error for the caller to report.
+
+use super::error::{Origin, TraceError};
+use super::{TimeBase, TraceRecord, TraceSource};
+use crate::{MemRequest, MemResponse};
+use sim_core::{
+    Carries, Clock, Component, CounterId, Ctx, HistogramId, LinkId, Priority, Stats, StatsError, Tick, Wake,
+};
+use std::marker::PhantomData;
+
+/// When requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// At the records' timestamps; records of an untimed source as fast as the memory accepts.
+    Timestamps,
+    /// Ignore timestamps: as fast as the memory accepts (and the in-flight bound allows).
+    Max,
+    /// Ignore timestamps: request `i` is due at `i / per_ns` ns. The rate is open loop: a
+    /// driver held back by the memory sends its overdue requests as soon as it can.
+    Rate {
+        /// Requests per nanosecond (above zero).
+        per_ns: f64,
+    },
+}
+
+/// Parameters of a [`TraceDriver`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DriverConfig {
+    /// Most requests awaiting a response at once; above zero.
+    pub max_in_flight: u32,
+    /// Bytes per request for records that carry no size; above zero.
+    pub bytes: u32,
+    /// When requests are sent.
+    pub pacing: Pacing,
+    /// Clock of memory-cycle timestamps; required for sources timed in memory cycles.
+    pub clock: Option<Clock>,
+    /// Bytes of memory: a request that does not fit below it is an error.
+    pub capacity: Option<u64>,
+}
+
+/// Why a driver could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DriverBuildError {
+    /// A parameter is impossible.
+    #[error("{what}: {reason}")]
+    Invalid {
+        /// The parameter.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// A statistic name collides.
+    #[error(transparent)]
+    Stats(#[from] StatsError),
+}
+
+/// What a driver did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DriverReport {
+    /// Reads sent.
+    pub reads: u64,
+    /// Writes sent.
+    pub writes: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Responses received.
+    pub responses: u64,
+    /// Tick of the first send.
+    pub first_issue: Option<Tick>,
+    /// Tick of the first response.
+    pub first_response: Option<Tick>,
+    /// Tick of the last response.
+    pub last_response: Tick,
+    /// Most requests ever in flight at once.
+    pub peak_in_flight: u32,
+}
+
+impl DriverReport {
+    /// Requests sent.
+    pub fn requests(&self) -> u64 {
+        self.reads + self.writes
+    }
+
+    /// Bytes moved.
+    pub fn bytes(&self) -> u64 {
+        self.bytes_read + self.bytes_written
+    }
+
+    /// Simulated time from the first send to the last response (0 before any).
+    pub fn active_time(&self) -> Tick {
+        self.first_issue.map_or(0, |t| self.last_response.saturating_sub(t))
+    }
+
+    /// Achieved bandwidth in bytes per second: the bytes answered after the first response,
+    /// over the time from the first response to the last. Unlike bytes over
+    /// [`DriverReport::active_time`], this leaves out the ramp-up (the first latency) that a
+    /// short run would otherwise count as idle; with fewer than two responses it falls back to
+    /// the active time.
+    pub fn delivered_bytes_per_second(&self) -> f64 {
+        let window = self.first_response.map_or(0, |t| self.last_response.saturating_sub(t));
+        if self.responses >= 2 && window > 0 {
+            let answered_after_first =
+                self.bytes() as f64 * (self.responses - 1) as f64 / self.responses as f64;
+            answered_after_first * 1e12 / window as f64
+        } else if self.active_time() > 0 {
+            self.bytes() as f64 * 1e12 / self.active_time() as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Statistic ids of a driver.
+struct DriverStats {
+    reads: CounterId,
+    writes: CounterId,
+    bytes_read: CounterId,
+    bytes_written: CounterId,
+    read_latency: HistogramId,
+    write_latency: HistogramId,
+    issue_delay: HistogramId,
+}
+
+/// Largest latency a histogram resolves, in ps (10 ms; longer values are clamped).
+const HISTOGRAM_MAX: u64 = 10_000_000_000;
+
+/// A trace-driven requester (see the module docs).
+pub struct TraceDriver<M, S> {
+    name: String,
+    cfg: DriverConfig,
+    source: S,
+    req: LinkId,
+    resp: LinkId,
+    /// The source's time base (asked once: the source may be a trait object).
+    base: TimeBase,
+    /// Picoseconds between requests under [`Pacing::Rate`].
+    period_ps: f64,
+    /// Whether due ticks come from the trace or the rate (so lateness means something).
+    timed: bool,
+    /// The next record to send, already read and checked.
+    next: Option<TraceRecord>,
+    /// The source has nothing more (or failed).
+    exhausted: bool,
+    in_flight: u32,
+    /// A timer is pending for the next record's due tick.
+    timer_armed: bool,
+    error: Option<TraceError>,
+    report: DriverReport,
+    stats: DriverStats,
+    _msg: PhantomData<fn() -> M>,
+}
+
+impl<M, S: TraceSource> TraceDriver<M, S> {
+    /// A driver named `name` replaying `source` on `req`, hearing responses on `resp`.
+    pub fn new(
+        name: &str,
+        cfg: DriverConfig,
+        source: S,
+        req: LinkId,
+        resp: LinkId,
+        stats: &mut Stats,
+    ) -> Result<Self, DriverBuildError> {
+        let invalid = |what, reason: &str| Err(DriverBuildError::Invalid { what, reason: reason.into() });
+        if cfg.max_in_flight == 0 {
+            return invalid("requests in flight", "must be at least 1");
+        }
+        if cfg.bytes == 0 {
+            return invalid("request size", "must be above 0 B");
+        }
+        let mut period_ps = 0.0;
+        if let Pacing::Rate { per_ns } = cfg.pacing {
+            if !(per_ns.is_finite() && per_ns > 0.0) {
+                return Err(DriverBuildError::Invalid {
+                    what: "injection rate",
+                    reason: format!("{per_ns} requests/ns is not a positive number"),
+                });
+            }
+            period_ps = 1000.0 / per_ns;
+        }
+        let base = source.time_base();
+        if cfg.pacing == Pacing::Timestamps && base == TimeBase::MemoryCycles && cfg.clock.is_none() {
+            return invalid("memory clock", "a trace timed in memory cycles needs the memory's clock");
+        }
+        let timed = match cfg.pacing {
+            Pacing::Timestamps => base != TimeBase::Untimed,
+            Pacing::Max => false,
+            Pacing::Rate { .. } => true,
+        };
+        let stat = |s: &mut Stats, leaf: &str| s.counter(&format!("{name}.{leaf}"));
+        let hist = |s: &mut Stats, leaf: &str| s.histogram(&format!("{name}.{leaf}"), HISTOGRAM_MAX, 3);
+        let stats = DriverStats {
+            reads: stat(stats, "reads")?,
+            writes: stat(stats, "writes")?,
+            bytes_read: stat(stats, "bytes_read")?,
+            bytes_written: stat(stats, "bytes_written")?,
+            read_latency: hist(stats, "read_latency")?,
+            write_latency: hist(stats, "write_latency")?,
+            issue_delay: hist(stats, "issue_delay")?,
+        };
+        Ok(Self {
+            name: name.to_owned(),
+            cfg,
+            source,
+            req,
+            resp,
+            base,
+            period_ps,
+            timed,
+            next: None,
+            exhausted: false,
+            in_flight: 0,
+            timer_armed: false,
+            error: None,
+            report: DriverReport::default(),
+            stats,
+            _msg: PhantomData,
+        })
+    }
+
+    /// What the driver has done so far.
+    pub fn report(&self) -> &DriverReport {
+        &self.report
+    }
+
+    /// The trace error that stopped the driver, if one did.
+    pub fn error(&self) -> Option<&TraceError> {
+        self.error.as_ref()
+    }
+
+    /// Whether the source is exhausted and every response has arrived.
+    pub fn finished(&self) -> bool {
+        self.exhausted && self.next.is_none() && self.in_flight == 0
+    }
+
+    /// Requests awaiting their response.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// The source (for its name, or what it has left).
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Reads the next record into `self.next`, checking it against the memory's capacity.
+    fn fetch(&mut self) {
+        match self.source.next_record() {
+            Ok(Some(rec)) => {
+                let bytes = rec.bytes.unwrap_or(self.cfg.bytes);
+                if let Some(capacity) = self.cfg.capacity {
+                    let end = rec.addr.checked_add(u64::from(bytes));
+                    if end.is_none_or(|end| end > capacity) {
+                        let at = Origin::new(self.source.name(), self.source.position());
+                        self.fail(TraceError::OutOfRange { at, addr: rec.addr, bytes, capacity });
+                        return;
+                    }
+                }
+                self.next = Some(rec);
+            }
+            Ok(None) => self.exhausted = true,
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: TraceError) {
+        self.error = Some(e);
+        self.exhausted = true;
+        self.next = None;
+    }
+
+    /// The tick at which `rec`, the `index`-th request, may be sent.
+    #[inline]
+    fn due(&self, rec: &TraceRecord, index: u64) -> Tick {
+        match self.cfg.pacing {
+            Pacing::Max => 0,
+            // f64 holds request indices exactly up to 2^53; the product is rounded down.
+            Pacing::Rate { .. } => (index as f64 * self.period_ps) as Tick,
+            Pacing::Timestamps => match self.base {
+                TimeBase::Untimed => 0,
+                TimeBase::Picoseconds => rec.time,
+                TimeBase::MemoryCycles => self.cfg.clock.map_or(0, |c| c.edge(rec.time)),
+            },
+        }
+    }
+}
+
+impl<M, S> TraceDriver<M, S>
+where
+    M: Carries<MemRequest> + Carries<MemResponse>,
+    S: TraceSource,
+{
+    /// Sends every record that is due, while the window and the link allow.
+    fn issue(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        loop {
+            if self.next.is_none() {
+                if self.exhausted {
+                    return;
+                }
+                self.fetch();
+                continue;
+            }
+            let Some(rec) = self.next else { return };
+            if self.in_flight >= self.cfg.max_in_flight {
+                // Woken by the next response.
+                return;
+            }
+            let index = self.report.requests();
+            let due = self.due(&rec, index);
+            if due > now {
+                if !self.timer_armed {
+                    self.timer_armed = true;
+                    ctx.schedule_at(due, Priority::DEFAULT, 0);
+                }
+                return;
+            }
+            let bytes = rec.bytes.unwrap_or(self.cfg.bytes);
+            let req = MemRequest {
+                id: index,
+                addr: rec.addr,
+                bytes,
+                write: rec.write,
+                issued: now,
+                non_temporal: rec.non_temporal,
+            };
+            if ctx.send(self.req, M::wrap(req)).is_err() {
+                // Woken by Wake::Space when the memory pops the link.
+                return;
+            }
+            self.next = None;
+            self.in_flight += 1;
+            let r = &mut self.report;
+            r.peak_in_flight = r.peak_in_flight.max(self.in_flight);
+            r.first_issue.get_or_insert(now);
+            let s = ctx.stats();
+            if rec.write {
+                r.writes += 1;
+                r.bytes_written += u64::from(bytes);
+                s.inc(self.stats.writes);
+                s.add(self.stats.bytes_written, u64::from(bytes));
+            } else {
+                r.reads += 1;
+                r.bytes_read += u64::from(bytes);
+                s.inc(self.stats.reads);
+                s.add(self.stats.bytes_read, u64::from(bytes));
+            }
+            if self.timed {
+                s.record(self.stats.issue_delay, now - due);
+            }
+        }
+    }
+
+    /// Takes every response that has arrived.
+    fn collect(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        while let Some(msg) = ctx.recv(self.resp) {
+            // Anything but a response is a wiring error; dropping it leaves the request in
+            // flight, which the watchdog then reports.
+            let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
+            let latency = now.saturating_sub(resp.issued);
+            let h = if resp.write { self.stats.write_latency } else { self.stats.read_latency };
+            ctx.stats().record(h, latency);
+            self.in_flight = self.in_flight.saturating_sub(1);
+            self.report.responses += 1;
+            self.report.first_response.get_or_insert(now);
+            self.report.last_response = now;
+            ctx.progress();
+        }
+    }
+}
+
+impl<M, S> Component for TraceDriver<M, S>
+where
+    M: Carries<MemRequest> + Carries<MemResponse>,
+    S: TraceSource,
+{
+    type Msg = M;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
+        match why {
+            Wake::Arrival(_) => self.collect(ctx),
+            // Only one timer is ever pending: the one for the next record.
+            Wake::Timer(_) => self.timer_armed = false,
+            Wake::Start | Wake::Space(_) => {}
+        }
+        self.issue(ctx);
+    }
+
+    fn busy(&self) -> bool {
+        !self.finished()
+    }
+
+    fn status(&self) -> String {
+        format!(
+            "{} of {} requests answered, {} in flight (max {}){}",
+            self.report.responses,
+            self.report.requests(),
+            self.in_flight,
+            self.cfg.max_in_flight,
+            if self.next.is_some() { ", next request waiting" } else { "" }
+        )
+    }
+}

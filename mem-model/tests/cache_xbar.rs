@@ -1,0 +1,108 @@
+//! The crossbar: routing by address, answers back to the right port with colliding ids, and the
+//! crossbar and mesh latency formulas.
+
+#[path = "cache_harness.rs"]
+mod harness;
+
+use harness::*;
+use mem_model::MemRequest;
+use mem_model::cache::{BankHash, CrossbarConfig, Topology};
+use sim_core::Tick;
+
+fn crossbar(cycles: u64) -> CrossbarConfig {
+    CrossbarConfig {
+        topology: Topology::Crossbar { cycles },
+        granule: None,
+        hash: BankHash::None,
+        max_in_flight: 64,
+        bank_queue: 4,
+    }
+}
+
+#[test]
+fn requests_go_to_the_bank_of_their_address_and_answers_to_their_port() {
+    // Two ports with the same ids 0..16; port 1's addresses are 1 MiB higher (same banks).
+    let mk = |base: u64| -> Vec<(Tick, MemRequest)> {
+        script(&(0..16u64).map(|i| (i * NS, rd(base + i * 64, 64))).collect::<Vec<_>>())
+    };
+    let f = Fabric::new(&crossbar(3), vec![mk(0), mk(1 << 20)], 4, 10).run();
+    for (b, &bank) in f.banks.iter().enumerate() {
+        let reads = f.e.probe(bank).reads();
+        assert_eq!(reads.len(), 8, "bank {b}");
+        assert!(reads.iter().all(|&(a, _)| (a / 64) % 4 == b as u64), "bank {b} got {reads:?}");
+    }
+    for (port, base) in [(0, 0), (1, 1 << 20)] {
+        let d = f.e.driver(f.drivers[port]);
+        assert_eq!(d.answers.len(), 16);
+        for i in 0..16u64 {
+            assert_eq!(d.answer(i).addr, base + i * 64, "port {port} id {i}");
+        }
+    }
+    let x = f.e.xbar(f.xbar);
+    assert_eq!(x.in_flight(), 0);
+    assert_eq!(f.e.stats().lookup_counter("xbar.port2.requests"), Some(8));
+}
+
+#[test]
+fn crossbar_latency_is_fixed_each_way() {
+    let f = Fabric::new(&crossbar(3), vec![script(&[(0, rd(0, 64)), (0, rd(64, 64))])], 2, 10).run();
+    let d = f.e.driver(f.drivers[0]);
+    // Four one-cycle links, three cycles each way through the crossbar, ten in the bank.
+    for i in 0..2 {
+        assert_eq!(d.answer(i).latency(), (4 + 2 * 3 + 10) * NS);
+    }
+}
+
+#[test]
+fn mesh_latency_is_base_plus_hops_times_cycles_per_hop() {
+    // A 4 x 1 row: the port at node 0, banks at nodes 0..4: bank b is b hops away.
+    let cfg = CrossbarConfig {
+        topology: Topology::Mesh {
+            cols: 4,
+            rows: 1,
+            cycles_per_hop: 2,
+            base_cycles: 1,
+            upstream_nodes: Some(vec![0]),
+            downstream_nodes: None,
+        },
+        ..crossbar(0)
+    };
+    let reqs: Vec<(Tick, MemRequest)> = (0..4u64).map(|b| (b * 100 * NS, rd(b * 64, 64))).collect();
+    let f = Fabric::new(&cfg, vec![script(&reqs)], 4, 10).run();
+    let d = f.e.driver(f.drivers[0]);
+    for b in 0..4u64 {
+        assert_eq!(d.answer(b).latency(), (4 + 2 * (1 + 2 * b) + 10) * NS, "bank {b}");
+        assert_eq!(f.e.xbar(f.xbar).latency_cycles(0, b as usize), Some(1 + 2 * b));
+    }
+}
+
+#[test]
+fn xor_hashing_spreads_a_stride_that_modulo_sends_to_one_bank() {
+    let f = Fabric::new(&crossbar(1), vec![vec![]], 4, 1);
+    let plain = f.e.xbar(f.xbar);
+    let stride: Vec<u64> = (0..16).map(|i| i * 4 * 64).collect();
+    assert!(stride.iter().all(|&a| plain.bank_of(a) == 0));
+    let g = Fabric::new(&CrossbarConfig { hash: BankHash::Xor, ..crossbar(1) }, vec![vec![]], 4, 1);
+    let hashed = g.e.xbar(g.xbar);
+    let mut per_bank = [0; 4];
+    for &a in &stride {
+        per_bank[hashed.bank_of(a)] += 1;
+    }
+    assert_eq!(per_bank, [4, 4, 4, 4]);
+    // The granule is the unit: every byte of one granule goes to one bank.
+    assert!((0..64).all(|o| hashed.bank_of(4096 + o) == hashed.bank_of(4096)));
+}
+
+#[test]
+fn a_full_bank_queue_holds_the_port_back_without_loss() {
+    // Bank queue of 4, slow bank, 32 requests to one bank from two ports.
+    let mk = |id_base: u64| -> Vec<(Tick, MemRequest)> {
+        script(&(0..16u64).map(|i| (0, rd((id_base + i) * 4 * 64, 64))).collect::<Vec<_>>())
+    };
+    let f = Fabric::new(&crossbar(2), vec![mk(0), mk(16)], 4, 40).run();
+    assert_eq!(f.e.probe(f.banks[0]).reads().len(), 32);
+    for &d in &f.drivers {
+        assert_eq!(f.e.driver(d).answers.len(), 16);
+    }
+    assert!(f.e.stats().lookup_counter("xbar.bank_full_stalls").unwrap() > 0);
+}

@@ -1,0 +1,160 @@
+//! Shared helpers of the DRAM tests: preset loading and a scripted requester.
+//! (Included by the `dram_*` tests with `#[path]`; as its own test target it holds no tests.)
+#![allow(dead_code)]
+
+use mem_model::dram::{Dram, DramCounters, DramFault, DramPreset, DramSpec, IssuedCommand};
+use mem_model::{MemRequest, MemResponse};
+use sim_core::{Component, Ctx, Engine, LinkId, LinkSpec, Priority, Tick, Wake};
+
+/// Every preset file under configs/memory.
+pub const PRESETS: [&str; 6] = ["hbm2", "hbm2e", "hbm3-6400", "hbm3-h100", "hbm3e-h200", "ddr5-4800"];
+
+/// The text of configs/memory/`name`.toml.
+pub fn preset_text(name: &str) -> String {
+    let path = format!("{}/../configs/memory/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The parsed preset `name`.
+pub fn preset(name: &str) -> DramPreset {
+    toml::from_str(&preset_text(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The resolved preset `name`.
+pub fn spec(name: &str) -> DramSpec {
+    DramSpec::from_preset(preset(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The resolved preset `name` after `edit`.
+pub fn spec_with(name: &str, edit: impl FnOnce(&mut DramPreset)) -> DramSpec {
+    let mut p = preset(name);
+    edit(&mut p);
+    DramSpec::from_preset(p).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The test message set.
+#[derive(Debug)]
+pub enum Msg {
+    Req(MemRequest),
+    Resp(MemResponse),
+}
+
+sim_core::carries!(Msg { Req(MemRequest), Resp(MemResponse) });
+
+/// Sends planned requests at planned ticks and records the answers.
+pub struct Script {
+    req: LinkId,
+    resp: LinkId,
+    plan: Vec<MemRequest>,
+    next: usize,
+    held: Option<MemRequest>,
+    pub answers: Vec<(MemResponse, Tick)>,
+}
+
+impl Script {
+    fn wake(&mut self, ctx: &mut Ctx<'_, Msg>) {
+        while let Some(m) = ctx.recv(self.resp) {
+            if let Msg::Resp(r) = m {
+                self.answers.push((r, ctx.now()));
+            }
+        }
+        loop {
+            let r = match self.held.take() {
+                Some(r) => r,
+                None => match self.plan.get(self.next) {
+                    Some(r) if r.issued <= ctx.now() => {
+                        self.next += 1;
+                        *r
+                    }
+                    Some(r) => {
+                        ctx.schedule_at(r.issued, Priority::DEFAULT, 0);
+                        return;
+                    }
+                    None => return,
+                },
+            };
+            if let Err(Msg::Req(r)) = ctx.send(self.req, Msg::Req(r)) {
+                self.held = Some(r);
+                return;
+            }
+        }
+    }
+}
+
+pub enum Node {
+    Script(Script),
+    Mem(Box<Dram<Msg>>),
+}
+
+impl Component for Node {
+    type Msg = Msg;
+    fn name(&self) -> &str {
+        match self {
+            Node::Script(_) => "cpu",
+            Node::Mem(m) => m.name(),
+        }
+    }
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, Msg>) {
+        match self {
+            Node::Script(s) => s.wake(ctx),
+            Node::Mem(m) => m.wake(why, ctx),
+        }
+    }
+    fn busy(&self) -> bool {
+        match self {
+            Node::Script(s) => s.next < s.plan.len() || s.held.is_some(),
+            Node::Mem(m) => m.busy(),
+        }
+    }
+}
+
+/// What a scripted run produced.
+pub struct Outcome {
+    /// (response, arrival tick at the requester), in arrival order.
+    pub answers: Vec<(MemResponse, Tick)>,
+    pub log: Vec<IssuedCommand>,
+    pub counters: DramCounters,
+    pub fault: Option<DramFault>,
+    pub events: u64,
+    pub end_tick: Tick,
+    pub stats: sim_core::Stats,
+}
+
+impl Outcome {
+    /// Arrival tick of the answer to request `id`.
+    pub fn answer(&self, id: u64) -> Tick {
+        self.answers
+            .iter()
+            .find(|(r, _)| r.id == id)
+            .map(|a| a.1)
+            .unwrap_or_else(|| panic!("no answer to {id}"))
+    }
+}
+
+/// Runs `plan` (requests with their send tick in `issued`, sorted) through a DRAM of `spec`,
+/// over 1-cycle links of the DRAM clock with room for `capacity` messages.
+pub fn run_plan(spec: &DramSpec, mut plan: Vec<MemRequest>, capacity: u32, log: bool) -> Outcome {
+    plan.sort_by_key(|r| r.issued);
+    let mut e: Engine<Node> = Engine::new();
+    let (cpu, mem) = (e.reserve(), e.reserve());
+    let link = |name: &str| LinkSpec { name: name.into(), clock: spec.clock(), latency_cycles: 1, capacity };
+    let req = e.connect(cpu, mem, link("req")).unwrap();
+    let resp = e.connect(mem, cpu, link("resp")).unwrap();
+    let mut dram = Dram::new("mem", spec, &[(req, resp)], e.stats_mut()).unwrap();
+    dram.set_command_log(log);
+    e.install(cpu, Node::Script(Script { req, resp, plan, next: 0, held: None, answers: Vec::new() }))
+        .unwrap();
+    e.install(mem, Node::Mem(Box::new(dram))).unwrap();
+    let summary = e.run(None).unwrap_or_else(|err| panic!("{err}"));
+    let Some(Node::Script(s)) = e.component(cpu) else { unreachable!() };
+    let Some(Node::Mem(m)) = e.component(mem) else { unreachable!() };
+    Outcome {
+        answers: s.answers.clone(),
+        log: m.command_log().to_vec(),
+        counters: m.counters(),
+        fault: m.fault().copied(),
+        events: summary.events,
+        end_tick: summary.end_tick,
+        stats: e.stats().clone(),
+    }
+}

@@ -1,0 +1,334 @@
+//! `dae-sim mem`: the shipped traces in each format, the generators, the loaded-latency sweep,
+//! and clean failures (file and line, exit code 2) on bad input.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The memory every test runs on.
+fn memory() -> String {
+    root().join("configs/memory/hbm3-6400.toml").display().to_string()
+}
+
+/// A fresh, empty directory for one test.
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dae-sim-mem-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temporary directory");
+    d
+}
+
+fn dae_sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dae-sim")).current_dir(root()).args(args).output().expect("run dae-sim")
+}
+
+/// Runs `dae-sim mem` with `args` into `out`, expects success, returns (stdout, the JSON file).
+fn mem_ok(out: &Path, args: &[&str]) -> (String, Value) {
+    let memory = memory();
+    let mut all = vec!["mem", "--memory", &memory, "--out", out.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = dae_sim(&all);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "dae-sim {all:?} failed: {stderr}");
+    assert!(stderr.contains("host speed: "), "{stderr}");
+    let json = std::fs::read_to_string(out.join("mem-results.json")).expect("mem-results.json written");
+    (String::from_utf8_lossy(&o.stdout).to_string(), serde_json::from_str(&json).expect("valid JSON"))
+}
+
+/// Runs `dae-sim mem` with `args`, expects exit code 2 and one error line; returns stderr.
+fn mem_fails(args: &[&str]) -> String {
+    let mut all = vec!["mem"];
+    all.extend_from_slice(args);
+    let o = dae_sim(&all);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    err
+}
+
+/// Checks the fields every report has and returns `results`.
+fn check_report(table: &str, json: &Value) -> Value {
+    for row in [
+        "memory",
+        "traffic",
+        "requests",
+        "sim time",
+        "bandwidth",
+        "read latency",
+        "row buffer",
+        "refreshes",
+        "channel balance",
+    ] {
+        assert!(table.lines().any(|l| l.starts_with(row)), "no {row} row in\n{table}");
+    }
+    assert!(table.contains("% of "), "{table}");
+    let r = json["results"].clone();
+    let (reads, writes) = (r["reads"].as_u64().unwrap(), r["writes"].as_u64().unwrap());
+    assert_eq!(r["requests"].as_u64(), Some(reads + writes));
+    let gbps = r["achieved_gb_per_s"].as_f64().unwrap();
+    let peak = json["memory"]["peak_gb_per_s"].as_f64().unwrap();
+    assert!(gbps > 0.0 && gbps <= peak * 1.001, "{gbps} GB/s against a peak of {peak}");
+    assert!((r["percent_of_peak"].as_f64().unwrap() - 100.0 * gbps / peak).abs() < 1e-6);
+    if reads > 0 {
+        let l = &r["read_latency_ns"];
+        assert_eq!(l["count"].as_u64(), Some(reads));
+        assert!(l["p50"].as_f64().unwrap() > 0.0);
+        assert!(l["p99"].as_f64() >= l["p50"].as_f64());
+        assert!(l["max"].as_f64() >= l["p99"].as_f64());
+    }
+    assert!(r["sim_time_ps"].as_u64().unwrap() > 0);
+    r
+}
+
+#[test]
+fn dramsim3_trace() {
+    let dir = temp_dir("dramsim3");
+    let (table, json) = mem_ok(&dir, &["--trace", "traces/example.dramsim3.trace", "--format", "dramsim3"]);
+    let r = check_report(&table, &json);
+    assert_eq!((r["reads"].as_u64(), r["writes"].as_u64()), (Some(32), Some(8)));
+    assert_eq!(json["traffic"]["format"], "dramsim3");
+    assert_eq!(json["traffic"]["rate"], "timestamps");
+    assert!(table.contains("at the trace's timestamps"), "{table}");
+    // The last request arrives at cycle 277 (173 ns at 1.6 GHz): the run cannot end before.
+    assert!(r["sim_time_ps"].as_u64().unwrap() > 173_125, "{r}");
+}
+
+#[test]
+fn ramulator_trace() {
+    let dir = temp_dir("ramulator");
+    let (table, json) = mem_ok(&dir, &["--trace", "traces/example.ramulator.trace", "--format", "ramulator"]);
+    let r = check_report(&table, &json);
+    assert_eq!((r["reads"].as_u64(), r["writes"].as_u64()), (Some(28), Some(12)));
+    assert_eq!(json["traffic"]["rate"], "max");
+    // At a fixed rate instead: 40 requests at 0.1/ns take at least 390 ns.
+    let (_, json) = mem_ok(
+        &dir,
+        &["--trace", "traces/example.ramulator.trace", "--format", "ramulator", "--rate", "0.1"],
+    );
+    assert!(json["results"]["sim_time_ps"].as_u64().unwrap() >= 390_000);
+    assert_eq!(json["traffic"]["rate"], 0.1);
+}
+
+#[test]
+fn binary_trace() {
+    let dir = temp_dir("binary");
+    let (table, json) = mem_ok(&dir, &["--trace", "traces/example.bin", "--format", "binary"]);
+    let r = check_report(&table, &json);
+    assert_eq!((r["reads"].as_u64(), r["writes"].as_u64()), (Some(26), Some(6)));
+    // Four records of the example are 128 B, the rest 64 B.
+    assert_eq!(r["bytes"].as_u64(), Some(4 * 128 + 28 * 64));
+}
+
+#[test]
+fn generators_and_determinism() {
+    let dir = temp_dir("generators");
+    let args = ["--pattern", "random", "--requests", "3000", "--read-ratio", "0.7", "--seed", "5"];
+    let (table, json) = mem_ok(&dir.join("a"), &args);
+    let r = check_report(&table, &json);
+    let reads = r["reads"].as_u64().unwrap();
+    assert!((1950..=2250).contains(&reads), "{reads} reads of 3000 at 70%");
+    assert_eq!(json["traffic"]["pattern"], "random");
+    assert_eq!(json["traffic"]["seed"], 5);
+    let (_, again) = mem_ok(&dir.join("b"), &args);
+    assert_eq!(json, again, "same seed, same results");
+    let a = std::fs::read(dir.join("a/mem-results.json")).unwrap();
+    assert_eq!(a, std::fs::read(dir.join("b/mem-results.json")).unwrap(), "byte-identical files");
+    let (_, other) = mem_ok(&dir.join("c"), &["--requests", "3000", "--read-ratio", "0.7", "--seed", "6"]);
+    assert_ne!(json["results"], other["results"]);
+
+    let (table, json) =
+        mem_ok(&dir.join("s"), &["--pattern", "stream", "--requests", "3000", "--rate", "max"]);
+    let r = check_report(&table, &json);
+    assert_eq!(r["writes"].as_u64(), Some(0));
+    assert_eq!(json["traffic"]["pattern"], "stream");
+}
+
+#[test]
+fn json_on_stdout() {
+    let dir = temp_dir("json");
+    let memory = memory();
+    let o = dae_sim(&[
+        "mem",
+        "--memory",
+        &memory,
+        "--requests",
+        "500",
+        "--json",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty(), "--quiet: {}", String::from_utf8_lossy(&o.stderr));
+    let printed: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("mem-results.json")).unwrap()).unwrap();
+    assert_eq!(printed, written);
+}
+
+#[test]
+fn latency_curve_small() {
+    // One channel of HBM3-6400 (2 pseudo-channels, 51.2 GB/s): the default sweep window (1.25
+    // refresh intervals per point) then takes a few thousand requests per point.
+    let dir = temp_dir("curve");
+    let (memory, _) = broken_preset(&dir, "channels", "channels = 1");
+    let o = dae_sim(&[
+        "mem",
+        "--memory",
+        memory.to_str().unwrap(),
+        "--latency-curve",
+        "--points",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("saturation (--rate max): 100% reads "), "{table}");
+    let rows = table.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
+    assert_eq!(rows, 18, "6 read ratios x 3 points:\n{table}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("latency-curve.json")).unwrap()).unwrap();
+    assert_eq!(json["saturation"].as_array().map(Vec::len), Some(6));
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 18);
+    let peak = json["memory"]["peak_gb_per_s"].as_f64().unwrap();
+    assert!((peak - 51.2).abs() < 1e-9, "{peak}");
+    for ratio in [1.0, 0.9, 0.8, 0.7, 0.6, 0.5] {
+        let curve: Vec<&Value> = points.iter().filter(|p| p["read_ratio"].as_f64() == Some(ratio)).collect();
+        assert_eq!(curve.len(), 3);
+        let loads: Vec<f64> =
+            curve.iter().map(|p| p["offered_load_of_saturation"].as_f64().unwrap()).collect();
+        assert_eq!(loads, [0.05, 0.65, 1.25]);
+        let bw: Vec<f64> = curve.iter().map(|p| p["achieved_gb_per_s"].as_f64().unwrap()).collect();
+        let p50: Vec<f64> = curve.iter().map(|p| p["read_latency_ns"]["p50"].as_f64().unwrap()).collect();
+        // Light load gets what it offers; beyond saturation bandwidth stops growing and
+        // latency rises; nothing exceeds the peak.
+        let offered = curve[0]["offered_gb_per_s"].as_f64().unwrap();
+        assert!((bw[0] - offered).abs() < 0.05 * offered, "{ratio}: {bw:?} vs {offered}");
+        assert!(bw[2] < curve[2]["offered_gb_per_s"].as_f64().unwrap(), "{ratio}: saturated");
+        assert!(bw.iter().all(|&b| b <= peak), "{bw:?}");
+        assert!(p50[2] > 2.0 * p50[0], "{ratio}: {p50:?}");
+    }
+}
+
+#[test]
+fn bad_trace_line_names_file_and_line() {
+    let dir = temp_dir("bad-line");
+    let trace = dir.join("bad.trace");
+    std::fs::write(&trace, "0x40 READ 1\n# fine so far\n0x80 RAED 2\n").unwrap();
+    let memory = memory();
+    let err = mem_fails(&["--memory", &memory, "--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {}:3: unknown request kind \"RAED\": expected READ or WRITE (also read, write, P_MEM_RD, \
+             P_MEM_WR, BOFF) in \"0x80 RAED 2\"",
+            trace.display()
+        )
+    );
+    std::fs::write(&trace, "LD 0x40\nLD 40x\n").unwrap();
+    let err = mem_fails(&["--memory", &memory, "--trace", trace.to_str().unwrap(), "--format", "ramulator"]);
+    assert!(err.starts_with(&format!("error: {}:2: invalid address \"40x\"", trace.display())), "{err}");
+    // A binary trace with a broken checksum.
+    let mut bytes = std::fs::read(root().join("traces/example.bin")).unwrap();
+    bytes[24 + 8] ^= 1;
+    let bin = dir.join("bad.bin");
+    std::fs::write(&bin, bytes).unwrap();
+    let err = mem_fails(&["--memory", &memory, "--trace", bin.to_str().unwrap(), "--format", "binary"]);
+    assert!(err.starts_with(&format!("error: {}: checksum mismatch", bin.display())), "{err}");
+}
+
+#[test]
+fn address_beyond_capacity_names_file_and_line() {
+    let dir = temp_dir("capacity");
+    let trace = dir.join("far.trace");
+    std::fs::write(&trace, "LD 0x0\nLD 0xffffffffffffffc0\n").unwrap();
+    let memory = memory();
+    let err = mem_fails(&["--memory", &memory, "--trace", trace.to_str().unwrap(), "--format", "ramulator"]);
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:2: address 0xffffffffffffffc0 (+64 B) is outside the memory's capacity of ",
+            trace.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_preset_and_bad_options() {
+    let err = mem_fails(&["--memory", "hbm3-64OO"]);
+    assert!(
+        err.starts_with("error: unknown memory preset \"hbm3-64OO\" (did you mean `hbm3-6400`?)"),
+        "{err}"
+    );
+    assert!(err.contains("hbm3-6400"), "{err}");
+    let err = mem_fails(&["--memory", "/nonexistent/mem.toml"]);
+    assert!(err.starts_with("error: /nonexistent/mem.toml: cannot read: "), "{err}");
+    let memory = memory();
+    let err = mem_fails(&["--memory", &memory, "--read-ratio", "1.5"]);
+    assert_eq!(err.trim_end(), "error: read ratio: 1.5 is not between 0 and 1");
+    let err = mem_fails(&["--memory", &memory, "--in-flight", "0"]);
+    assert_eq!(err.trim_end(), "error: requests in flight: must be at least 1");
+    let err = mem_fails(&["--memory", &memory, "--trace", "traces/none.trace", "--format", "dramsim3"]);
+    assert!(err.starts_with("error: traces/none.trace: cannot read: "), "{err}");
+    // clap's own usage errors keep its exit code 2 too.
+    let o = dae_sim(&["mem", "--memory", &memory, "--rate", "fast"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = dae_sim(&["mem", "--memory", &memory, "--trace", "traces/example.bin"]);
+    assert_eq!(o.status.code(), Some(2), "--trace needs --format");
+}
+
+#[test]
+fn bad_memory_file_names_file_line_and_key() {
+    let dir = temp_dir("bad-memory");
+    let base = std::fs::read_to_string(memory()).unwrap();
+    let file = dir.join("mem.toml");
+    std::fs::write(&file, format!("{base}\nunknown_key = 1\n")).unwrap();
+    let err = mem_fails(&["--memory", file.to_str().unwrap()]);
+    assert!(err.starts_with(&format!("error: {}:", file.display())), "{err}");
+    assert!(err.contains("unknown_key"), "{err}");
+}
+
+/// The HBM3-6400 preset with the first line that starts with `key =` replaced by `line`;
+/// returns the file and the 1-based number of the replaced line.
+fn broken_preset(dir: &Path, key: &str, line: &str) -> (PathBuf, usize) {
+    let text = std::fs::read_to_string(memory()).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines.iter().position(|l| l.starts_with(&format!("{key} ="))).expect("key in the preset");
+    lines[at] = line.to_owned();
+    let file = dir.join("broken.toml");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    (file, at + 1)
+}
+
+#[test]
+fn unknown_mapping_names_file_line_and_key() {
+    let dir = temp_dir("bad-mapping");
+    let (file, line) = broken_preset(&dir, "mapping", "mapping = \"RoBaCoCh\"");
+    let err = mem_fails(&["--memory", file.to_str().unwrap()]);
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:{line}:1: controller.mapping: unknown address mapping \"RoBaCoCh\"",
+            file.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn zero_sized_queue_names_file_line_and_key() {
+    let dir = temp_dir("zero-queue");
+    let (file, line) = broken_preset(&dir, "read_queue", "read_queue = 0");
+    let err = mem_fails(&["--memory", file.to_str().unwrap()]);
+    assert_eq!(
+        err.trim_end(),
+        format!("error: {}:{line}:1: controller.read_queue: must be above zero (value: 0)", file.display())
+    );
+}
