@@ -40,7 +40,7 @@ impl Clock {
         match freq.hz() {
             0 => Err(ClockError::Zero),
             hz if hz > PS_PER_SECOND => Err(ClockError::TooFast(freq)),
-            hz => Ok(Self { hz, period: if PS_PER_SECOND % hz == 0 { PS_PER_SECOND / hz } else { 0 } }),
+            hz => Ok(Self { hz, period: if PS_PER_SECOND.is_multiple_of(hz) { PS_PER_SECOND / hz } else { 0 } }),
         }
     }
 
@@ -66,8 +66,8 @@ impl Clock {
     /// The cycle that tick `t` falls in: the largest `n` with `edge(n) <= t`.
     #[inline]
     pub fn cycle_at(&self, t: Tick) -> u64 {
-        if self.period != 0 {
-            return t / self.period;
+        if let Some(n) = t.checked_div(self.period) {
+            return n;
         }
         // edge(n) <= t  <=>  n * 10^12 < (t + 1) * hz
         if let Some(x) = t.checked_add(1).and_then(|t1| t1.checked_mul(self.hz)) {
