@@ -25,7 +25,7 @@ use std::time::Instant;
 #[derive(Debug, Clone)]
 pub enum SystemPlan {
     /// Simulated cycle by cycle.
-    Dae(DaeSystem),
+    Dae(Box<DaeSystem>),
     /// Estimated analytically.
     Gpu(GpuConfig),
 }
@@ -215,7 +215,7 @@ impl Experiment {
                 return Err(doc.error_at(&format!("system[{i}].name"), "two systems have this name"));
             }
             let plan = match s.kind {
-                SystemKind::Dae => SystemPlan::Dae(dae_system(&doc, i, s)?),
+                SystemKind::Dae => SystemPlan::Dae(Box::new(dae_system(&doc, i, s)?)),
                 SystemKind::Gpu => SystemPlan::Gpu(gpu_system(&doc, i, &s.gpu)?),
             };
             systems.push((s.name.clone(), plan));
