@@ -179,7 +179,7 @@ impl Document {
         &self.table
     }
 
-    /// Where the key at `path` ("system[1].core.clock", "experiment.seed", "workload[0]") was
+    /// Where the key at `path` (`system[1].core.clock`, `experiment.seed`, `workload[0]`) was
     /// written: the file and position of the key (for an array element, the position of the
     /// element/the `[[x]]` header). Falls back to the closest ancestor that has a location; the
     /// empty path is the start of the top-level file. `None` only if `path` does not parse.
@@ -217,7 +217,7 @@ impl Document {
     }
 
     /// Overrides (or adds) a value at a dotted path, e.g. from the command line
-    /// (`experiment.seed`); records the given origin as its location (file "<command line>",
+    /// (`experiment.seed`); records the given origin as its location (file `<command line>`,
     /// line 0, col 0). Missing intermediate tables are created; indexing past the end of an
     /// array, or descending into a non-table, is an error.
     pub fn set(&mut self, path: &str, value: toml::Value) -> Result<(), ConfigError> {
