@@ -40,7 +40,9 @@ impl Clock {
         match freq.hz() {
             0 => Err(ClockError::Zero),
             hz if hz > PS_PER_SECOND => Err(ClockError::TooFast(freq)),
-            hz => Ok(Self { hz, period: if PS_PER_SECOND.is_multiple_of(hz) { PS_PER_SECOND / hz } else { 0 } }),
+            hz => {
+                Ok(Self { hz, period: if PS_PER_SECOND.is_multiple_of(hz) { PS_PER_SECOND / hz } else { 0 } })
+            }
         }
     }
 

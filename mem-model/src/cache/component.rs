@@ -31,10 +31,19 @@
 //! the requester is refused. Nothing is dropped. Fills are always taken, so the cache never
 //! blocks the level below. The cache sleeps when idle: it runs on arrivals, freed link slots and
 //! its own timers, set only for known work (the next answer due, the next cycle's lookups).
+//!
+//! Order: lookups go round robin over the ports with a request, from a pointer that moves past
+//! each port offered a turn; a tick's requests are looked up as if the tick's first wake-up had
+//! found them all (see [`super::ports`]), whatever the order in which the engine delivered them.
+//!
+//! Cost: a wake-up visits only the ports with something to do (a request arrived or being
+//! looked up, an answer due), found from the link that woke it and from a queue of answer due
+//! times, so a cache with many idle ports costs no more per request than one with a single port.
 
 use super::config::{CacheConfig, CacheConfigError, CacheGeometry, NonTemporalPolicy};
 use super::cycles::CycleTracker;
 use super::mshr::{MshrFile, Target};
+use super::ports::{LinkRoles, PortSet, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
 use super::replacement::{Replacement, ReplacementPolicy};
 use super::sector::{SectorMask, Sectors};
 use super::tags::{Lookup, NO_MSHR, TagArray};
@@ -43,7 +52,8 @@ use sim_core::{
     Carries, Clock, Component, CounterId, Ctx, HistogramId, LinkId, Priority, SeedTree, Stats, StatsError,
     Tick, Wake,
 };
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::marker::PhantomData;
 use thiserror::Error;
 
@@ -181,6 +191,7 @@ impl CacheCounters {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     Other,
+    Input(u32),
     Output(u32),
     DownReq,
 }
@@ -257,7 +268,7 @@ pub struct Cache<M> {
     down_resp: LinkId,
     down_blocked: bool,
     ports: Vec<Port>,
-    role_of_link: Vec<Role>,
+    role_of_link: LinkRoles<Role>,
     requests: Vec<Request>,
     free_requests: Vec<u32>,
     /// Most requests a port may have unanswered.
@@ -268,11 +279,21 @@ pub struct Cache<M> {
     cycle: u64,
     used: u32,
     rr: usize,
+    /// Ports offered lookups: those with a request being looked up or arrived on their link
+    /// (and perhaps taken since: a port leaves when its link is found empty).
+    ready: PortSet,
+    /// (due tick of its first answer, port) of every port with answers whose link has not
+    /// refused: one entry each.
+    answer_due: BinaryHeap<Reverse<(Tick, u32)>>,
+    /// The first of those due ticks (`Tick::MAX`: none), at hand without touching the queue.
+    next_answer: Tick,
+    /// Ports with an answer due now (reused set).
+    due_ports: PortSet,
     now: Tick,
     /// Earliest timer pending, or `Tick::MAX`.
     armed: Tick,
-    /// No answer on a port that can send is due before this tick (a lower bound).
-    answer_due: Tick,
+    /// The tick whose lookups wait for all its requests to be in (`Tick::MAX`: none).
+    settle_at: Tick,
     /// Counts, the values last added to the statistics, and which differ (one bit per count):
     /// statistics are brought up to date at the end of every wake, touching only what changed.
     counts: [u64; 13],
@@ -306,19 +327,10 @@ impl<M> Cache<M> {
             hit_latency: stats.histogram(&format!("{name}.hit_latency"), LATENCY_HISTOGRAM_MAX, 2)?,
             miss_latency: stats.histogram(&format!("{name}.miss_latency"), LATENCY_HISTOGRAM_MAX, 2)?,
         };
-        let max_link = links
-            .upstream
-            .iter()
-            .flat_map(|&(i, o)| [i, o])
-            .chain([links.down_req, links.down_resp])
-            .map(LinkId::index)
-            .max()
-            .unwrap_or(0);
-        let mut role_of_link = vec![Role::Other; max_link + 1];
-        for (p, &(_, out)) in links.upstream.iter().enumerate() {
-            role_of_link[out.index()] = Role::Output(p as u32);
+        let mut roles = vec![(links.down_req, Role::DownReq)];
+        for (p, &(inp, out)) in links.upstream.iter().enumerate() {
+            roles.extend([(inp, Role::Input(p as u32)), (out, Role::Output(p as u32))]);
         }
-        role_of_link[links.down_req.index()] = Role::DownReq;
         let targets = u64::from(geo.mshrs) * u64::from(geo.mshr_targets);
         let in_pipeline = u64::from(geo.lookups_per_cycle) * (geo.hit_latency_cycles + 2);
         // Enough that the cap never binds before the MSHRs do; it only stops a requester that
@@ -365,7 +377,7 @@ impl<M> Cache<M> {
             down_resp: links.down_resp,
             down_blocked: false,
             ports,
-            role_of_link,
+            role_of_link: LinkRoles::new(&roles, Role::Other),
             requests: vec![
                 Request {
                     port: 0,
@@ -383,9 +395,13 @@ impl<M> Cache<M> {
             cycle: 0,
             used: 0,
             rr: 0,
+            ready: PortSet::new(links.upstream.len()),
+            answer_due: BinaryHeap::with_capacity(links.upstream.len()),
+            next_answer: Tick::MAX,
+            due_ports: PortSet::new(links.upstream.len()),
             now: 0,
             armed: Tick::MAX,
-            answer_due: Tick::MAX,
+            settle_at: Tick::MAX,
             counts: [0; 13],
             flushed: [0; 13],
             changed: 0,
@@ -519,19 +535,27 @@ where
 {
     /// Runs everything that can run now, then sets a timer for the next known work.
     fn pump(&mut self, ctx: &mut Ctx<'_, M>) {
-        self.now = ctx.now();
         self.take_fills(ctx);
         self.flush_down(ctx);
-        if self.answer_due <= self.now {
-            self.send_answers(ctx);
-        }
+        self.send_answers(ctx);
+        self.look_up(ctx);
+    }
+
+    /// The second half of [`Cache::pump`]: lookups and what they let go.
+    fn look_up(&mut self, ctx: &mut Ctx<'_, M>) {
         let more = self.lookups(ctx);
         self.flush_down(ctx);
-        if self.answer_due <= self.now {
-            self.send_answers(ctx);
-        }
+        self.send_answers(ctx);
         self.arm(more, ctx);
-        self.flush_stats(ctx);
+    }
+
+    /// Runs the lookups deferred from the deliveries of this tick, as its first wake would
+    /// have, had every request been in.
+    fn settle(&mut self, ctx: &mut Ctx<'_, M>) {
+        if self.settle_at == self.now {
+            self.settle_at = Tick::MAX;
+            self.look_up(ctx);
+        }
     }
 
     /// Takes every answer from downstream.
@@ -563,11 +587,7 @@ where
             self.sectors.touched_in_line(e.line << self.geo.line_shift, resp.addr, u64::from(resp.bytes));
         let set = self.tags.set_of(e.line);
         let avail = match e.way {
-            Some(w) => {
-                let way = self.tags.way_mut(set, w as usize);
-                way.valid |= got;
-                way.valid
-            }
+            Some(w) => self.tags.mark(set, w as usize, got, 0),
             None => e.arrived | got,
         };
         let last = e.reads == 1;
@@ -621,12 +641,15 @@ where
         let h = if waited { self.ids.miss_latency } else { self.ids.hit_latency };
         ctx.stats().record(h, due_cycle.saturating_sub(start_cycle));
         let due = self.cycles.edge(due_cycle);
-        self.answer_due = self.answer_due.min(due);
         let port = &mut self.ports[p];
         // Due ticks are produced in time order; the max only guards the FIFO's order.
         let due = due.max(port.last_due);
         port.last_due = due;
+        let first = port.answers.is_empty() && !port.out_blocked;
         port.answers.push_back((due, resp));
+        if first {
+            self.queue_answers(p as u32, due);
+        }
     }
 
     /// Sends downstream what is queued, until the link refuses.
@@ -646,20 +669,39 @@ where
         }
     }
 
-    /// Sends every answer that is due, port by port, until a port's link refuses.
+    /// Puts port `p`, whose first answer is due at `due`, in the queue of ports with answers.
+    #[inline]
+    fn queue_answers(&mut self, p: u32, due: Tick) {
+        self.answer_due.push(Reverse((due, p)));
+        self.next_answer = self.next_answer.min(due);
+    }
+
+    /// Sends every answer that is due, port by port in port order, until a port's link
+    /// refuses.
     fn send_answers(&mut self, ctx: &mut Ctx<'_, M>) {
         let now = self.now;
-        let mut next = Tick::MAX;
-        for port in &mut self.ports {
-            if port.out_blocked {
-                continue;
+        if self.next_answer > now {
+            return;
+        }
+        while let Some(&Reverse((due, p))) = self.answer_due.peek() {
+            if due > now {
+                break;
             }
+            self.answer_due.pop();
+            self.due_ports.insert(p as usize);
+        }
+        self.next_answer = self.answer_due.peek().map_or(Tick::MAX, |&Reverse((due, _))| due);
+        while let Some(p) = self.due_ports.next_from(0) {
+            self.due_ports.remove(p);
+            let port = &mut self.ports[p];
+            let mut later = None;
             while let Some(&(due, resp)) = port.answers.front() {
                 if due > now {
-                    next = next.min(due);
+                    later = Some(due);
                     break;
                 }
                 if ctx.send(port.out, M::wrap(resp)).is_err() {
+                    // Out of the queue until the link has room.
                     port.out_blocked = true;
                     break;
                 }
@@ -667,12 +709,19 @@ where
                 port.inflight -= 1;
                 ctx.progress();
             }
+            if let Some(due) = later {
+                self.queue_answers(p as u32, due);
+            }
         }
-        self.answer_due = next;
     }
 
     /// Looks up as many line accesses as this cycle allows, round robin over the ports. Returns
     /// whether lookups are left for the next cycle.
+    ///
+    /// The round-robin pointer moves past every port offered a turn, so each gets one in n; a
+    /// port with nothing to look up would take no turn, so only the ready ones are visited: a
+    /// round that the lookup budget does not cut short brings the pointer back where it
+    /// started, and one that it cuts leaves it after the last port that looked up.
     fn lookups(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
         let cycle = self.cycles.cycle_of(self.now);
         if cycle != self.cycle {
@@ -680,24 +729,51 @@ where
             self.used = 0;
         }
         let n = self.ports.len();
+        if self.used >= self.geo.lookups_per_cycle {
+            return self.more_lookups(ctx);
+        }
+        let start = self.rr;
         loop {
             let mut moved = false;
-            for _ in 0..n {
-                if self.used >= self.geo.lookups_per_cycle {
-                    return self.ports.iter().any(|p| p.head.is_some() || ctx.peek(p.inp).is_some());
-                }
-                // The pointer moves past every port offered a turn, so each gets one in n.
-                let p = self.rr;
-                self.rr = if p + 1 == n { 0 } else { p + 1 };
+            let (mut from, mut wrapped) = (start, false);
+            loop {
+                let p = match self.ready.next_from(from) {
+                    Some(p) if !wrapped || p < start => p,
+                    None if !wrapped && start > 0 => {
+                        (from, wrapped) = (0, true);
+                        continue;
+                    }
+                    _ => break,
+                };
+                from = p + 1;
                 if self.step(p, cycle, ctx) {
                     self.used += 1;
                     moved = true;
+                    if self.used >= self.geo.lookups_per_cycle {
+                        self.rr = if p + 1 == n { 0 } else { p + 1 };
+                        return self.more_lookups(ctx);
+                    }
                 }
             }
             if !moved {
                 return false;
             }
         }
+    }
+
+    /// Whether a port has a request being looked up or waiting on its link (ports found with
+    /// neither leave the ready set).
+    fn more_lookups(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+        let mut from = 0;
+        while let Some(p) = self.ready.next_from(from) {
+            let port = &self.ports[p];
+            if port.head.is_some() || ctx.peek(port.inp).is_some() {
+                return true;
+            }
+            self.ready.remove(p);
+            from = p + 1;
+        }
+        false
     }
 
     /// One line access for port `p`, taking a new request if it has none. Returns whether a
@@ -757,7 +833,11 @@ where
             return None;
         }
         let req = loop {
-            let msg = ctx.recv(self.ports[p].inp)?;
+            let Some(msg) = ctx.recv(self.ports[p].inp) else {
+                // Nothing more arrived: no turn until something does.
+                self.ready.remove(p);
+                return None;
+            };
             // Anything but a request is a wiring error with nothing to answer.
             if let Ok(req) = Carries::<MemRequest>::unwrap_as(msg) {
                 break req;
@@ -898,9 +978,7 @@ where
         } else {
             self.bump(Count::Hits);
         }
-        let way = self.tags.way_mut(set, w);
-        way.valid |= full;
-        way.dirty |= need;
+        self.tags.mark(set, w, full, need);
         if !nt {
             self.policy.touch(set, w);
         }
@@ -966,7 +1044,7 @@ where
             return Outcome::Stall(Stall::SetBusy);
         };
         let old = self.tags.line(set, v);
-        let victim = *self.tags.way(set, v);
+        let victim = self.tags.way(set, v);
         let write_back = old.is_some() && victim.dirty != 0;
         if write_back && self.writes_queued >= self.geo.writeback_buffer {
             return Outcome::Stall(Stall::Writeback);
@@ -1002,14 +1080,8 @@ where
     /// Sets a timer for the earliest known work: the next answer due on a port that can send,
     /// and the next cycle's lookups when this cycle's ran out.
     fn arm(&mut self, more_lookups: bool, ctx: &mut Ctx<'_, M>) {
-        let mut next = if more_lookups { self.cycles.edge(self.cycle + 1) } else { Tick::MAX };
-        for port in &self.ports {
-            if !port.out_blocked
-                && let Some(&(due, _)) = port.answers.front()
-            {
-                next = next.min(due);
-            }
-        }
+        let lookups = if more_lookups { self.cycles.edge(self.cycle + 1) } else { Tick::MAX };
+        let next = lookups.min(self.next_answer);
         if next < self.armed {
             ctx.schedule_at(next, Priority::DEFAULT, 0);
             self.armed = next;
@@ -1038,24 +1110,68 @@ where
         &self.name
     }
 
+    /// Requests are looked up as if the tick's first wake had found every one that arrives in
+    /// that tick, whatever the order of the deliveries (see `cache/ports.rs`): a cache with few
+    /// ports polls them when a delivery wakes it; one with many defers its lookups until the
+    /// tick's deliveries are over. Everything else runs at once.
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
+        self.now = ctx.now();
+        match why {
+            Wake::Timer(SETTLE) => {
+                self.settle(ctx);
+                self.flush_stats(ctx);
+                return;
+            }
+            // Past the deliveries of this tick: its deferred lookups first, before anything
+            // this wake changes.
+            Wake::Timer(_) | Wake::Space(_) | Wake::Start => self.settle(ctx),
+            Wake::Arrival(_) => {}
+        }
         match why {
             Wake::Timer(_) => {
-                if ctx.now() >= self.armed {
+                if self.now >= self.armed {
                     self.armed = Tick::MAX;
                 }
             }
-            Wake::Space(link) => match self.role_of_link.get(link.index()) {
-                Some(Role::DownReq) => self.down_blocked = false,
-                Some(&Role::Output(p)) => {
-                    self.ports[p as usize].out_blocked = false;
-                    self.answer_due = 0;
+            Wake::Space(link) => match self.role_of_link.get(link) {
+                Role::DownReq => self.down_blocked = false,
+                Role::Output(p) => {
+                    let port = &mut self.ports[p as usize];
+                    if port.out_blocked {
+                        port.out_blocked = false;
+                        if let Some(&(due, _)) = port.answers.front() {
+                            self.queue_answers(p, due);
+                        }
+                    }
                 }
                 _ => {}
             },
-            Wake::Arrival(_) | Wake::Start => {}
+            Wake::Arrival(link) => {
+                if let Role::Input(p) = self.role_of_link.get(link) {
+                    self.ready.insert(p as usize);
+                }
+                if self.ports.len() > SCAN_LINKS {
+                    // Other ports' requests of this tick may still be on their way in.
+                    self.take_fills(ctx);
+                    self.flush_down(ctx);
+                    self.send_answers(ctx);
+                    if self.settle_at != self.now {
+                        self.settle_at = self.now;
+                        ctx.schedule_at(self.now, SETTLE_PRIORITY, SETTLE);
+                    }
+                    self.flush_stats(ctx);
+                    return;
+                }
+                for (p, port) in self.ports.iter().enumerate() {
+                    if ctx.peek(port.inp).is_some() {
+                        self.ready.insert(p);
+                    }
+                }
+            }
+            Wake::Start => {}
         }
         self.pump(ctx);
+        self.flush_stats(ctx);
     }
 
     fn busy(&self) -> bool {

@@ -17,14 +17,18 @@
 //! | `tags.rs` | the tag array: lines, valid and dirty sectors, locks |
 //! | `replacement.rs` | [`ReplacementPolicy`]: LRU, SRRIP, random |
 //! | `mshr.rs` | MSHRs and their targets |
+//! | `ports.rs` | sets of ports with work; how a tick's arrivals are gathered |
 //! | `component.rs` | the [`Cache`] component |
 //! | `topology.rs` | [`Topology`]: crossbar and mesh latency |
+//! | `flight.rs` | messages crossing an interconnect, in arrival order |
 //! | `xbar.rs` | the [`Crossbar`] component |
 
 mod component;
 mod config;
 mod cycles;
+mod flight;
 mod mshr;
+mod ports;
 mod replacement;
 mod sector;
 mod tags;

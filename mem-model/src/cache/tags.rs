@@ -3,9 +3,15 @@
 //! A way holds a line number (address / line size) or nothing, a mask of valid sectors, a mask
 //! of dirty sectors, and the MSHR fetching into it, if any (such a way is locked: it cannot be
 //! evicted until its fetches are back). A dirty sector may be not yet valid: a partial write
-//! to a sector being fetched marks it dirty at once and the fill makes it valid. Tags, sector
-//! state and locks sit in separate vectors so that a lookup scans one contiguous run of `ways`
-//! words and a victim search one run of `ways` locks.
+//! to a sector being fetched marks it dirty at once and the fill makes it valid.
+//!
+//! Layout: the four words of a way sit together and the ways of a set follow each other, so a
+//! lookup reads one contiguous block whose words it needs next (state, lock, the victim's
+//! state) are already on hand; the loads of a set are independent, so a lookup in a large,
+//! cold cache waits for memory about once rather than once per array. Line numbers and locks
+//! are stored complemented, so that an empty, unlocked way is all zero bits: the array comes
+//! from zeroed memory that the system maps lazily, and a large cache costs nothing for the
+//! sets a run never touches.
 
 use super::sector::SectorMask;
 
@@ -13,6 +19,15 @@ use super::sector::SectorMask;
 const NO_LINE: u64 = u64::MAX;
 /// Marks a way with no fetch in flight.
 pub const NO_MSHR: u16 = u16::MAX;
+
+/// Word of a way: the complement of its line number (zero: [`NO_LINE`]).
+const LINE: usize = 0;
+/// Word of a way: its valid sectors.
+const VALID: usize = 1;
+/// Word of a way: its dirty sectors.
+const DIRTY: usize = 2;
+/// Word of a way: the complement of the MSHR fetching into it (zero: [`NO_MSHR`]).
+const LOCK: usize = 3;
 
 /// Sector state of one way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,24 +54,16 @@ pub struct TagArray {
     /// `sets - 1` when `sets` is a power of two (the usual case: a mask instead of a division).
     mask: Option<u64>,
     ways: usize,
-    lines: Vec<u64>,
-    state: Vec<Way>,
-    /// The MSHR fetching into each way, or [`NO_MSHR`].
-    locks: Vec<u16>,
+    /// Every way, `[set * ways + way]`: its words [`LINE`], [`VALID`], [`DIRTY`], [`LOCK`].
+    slots: Vec<[u64; 4]>,
 }
 
 impl TagArray {
     /// An empty array of `sets` sets of `ways` ways.
     pub fn new(sets: u64, ways: usize) -> Self {
         let n = sets as usize * ways;
-        Self {
-            sets,
-            mask: sets.is_power_of_two().then(|| sets - 1),
-            ways,
-            lines: vec![NO_LINE; n],
-            state: vec![Way { valid: 0, dirty: 0 }; n],
-            locks: vec![NO_MSHR; n],
-        }
+        let empty = [!NO_LINE, 0, 0, u64::from(!NO_MSHR)];
+        Self { sets, mask: sets.is_power_of_two().then(|| sets - 1), ways, slots: vec![empty; n] }
     }
 
     /// The set of line number `line`.
@@ -68,21 +75,38 @@ impl TagArray {
         }
     }
 
+    #[inline]
+    fn slots(&self, set: usize) -> &[[u64; 4]] {
+        &self.slots[set * self.ways..(set + 1) * self.ways]
+    }
+
+    #[inline]
+    fn slot(&self, set: usize, way: usize) -> &[u64; 4] {
+        &self.slots[set * self.ways + way]
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, set: usize, way: usize) -> &mut [u64; 4] {
+        &mut self.slots[set * self.ways + way]
+    }
+
     /// The way of `set` holding `line`, if any.
     #[inline]
     pub fn find(&self, set: usize, line: u64) -> Option<usize> {
-        self.lines[set * self.ways..(set + 1) * self.ways].iter().position(|&l| l == line)
+        let key = !line;
+        self.slots(set).iter().position(|s| s[LINE] == key)
     }
 
     /// The way of `set` holding `line`, or else an empty way, in one pass.
     #[inline]
     pub fn lookup(&self, set: usize, line: u64) -> Lookup {
+        let key = !line;
         let mut empty = None;
-        for (w, &l) in self.lines[set * self.ways..(set + 1) * self.ways].iter().enumerate() {
-            if l == line {
+        for (w, s) in self.slots(set).iter().enumerate() {
+            if s[LINE] == key {
                 return Lookup::Present(w);
             }
-            if l == NO_LINE && empty.is_none() {
+            if s[LINE] == !NO_LINE && empty.is_none() {
                 empty = Some(w);
             }
         }
@@ -92,47 +116,48 @@ impl TagArray {
     /// The line number in a way, if any.
     #[inline]
     pub fn line(&self, set: usize, way: usize) -> Option<u64> {
-        let l = self.lines[set * self.ways + way];
+        let l = !self.slot(set, way)[LINE];
         (l != NO_LINE).then_some(l)
     }
 
     /// The state of a way.
     #[inline]
-    pub fn way(&self, set: usize, way: usize) -> &Way {
-        &self.state[set * self.ways + way]
+    pub fn way(&self, set: usize, way: usize) -> Way {
+        let s = self.slot(set, way);
+        Way { valid: s[VALID], dirty: s[DIRTY] }
     }
 
-    /// The state of a way, for update.
+    /// Makes `valid` sectors of a way valid and `dirty` ones dirty; returns its valid sectors.
     #[inline]
-    pub fn way_mut(&mut self, set: usize, way: usize) -> &mut Way {
-        &mut self.state[set * self.ways + way]
+    pub fn mark(&mut self, set: usize, way: usize, valid: SectorMask, dirty: SectorMask) -> SectorMask {
+        let s = self.slot_mut(set, way);
+        s[VALID] |= valid;
+        s[DIRTY] |= dirty;
+        s[VALID]
     }
 
     /// Whether a way has no fetch in flight (so it may be evicted).
     #[inline]
     pub fn unlocked(&self, set: usize, way: usize) -> bool {
-        self.locks[set * self.ways + way] == NO_MSHR
+        self.slot(set, way)[LOCK] == u64::from(!NO_MSHR)
     }
 
     /// The MSHR fetching into a way, or [`NO_MSHR`].
     #[inline]
     pub fn lock(&self, set: usize, way: usize) -> u16 {
-        self.locks[set * self.ways + way]
+        !(self.slot(set, way)[LOCK] as u16)
     }
 
     /// Records MSHR `m` as fetching into a way ([`NO_MSHR`]: none).
     #[inline]
     pub fn set_lock(&mut self, set: usize, way: usize, m: u16) {
-        self.locks[set * self.ways + way] = m;
+        self.slot_mut(set, way)[LOCK] = u64::from(!m);
     }
 
     /// Places `line` in a way with the given sector state, no fetch in flight.
     #[inline]
     pub fn install(&mut self, set: usize, way: usize, line: u64, valid: SectorMask, dirty: SectorMask) {
-        let i = set * self.ways + way;
-        self.lines[i] = line;
-        self.state[i] = Way { valid, dirty };
-        self.locks[i] = NO_MSHR;
+        *self.slot_mut(set, way) = [!line, valid, dirty, u64::from(!NO_MSHR)];
     }
 
     /// Whether `line` is present with every sector of `sectors` valid (for tests and checks).

@@ -19,16 +19,27 @@
 //!
 //! The same component serves between private caches and the banks of a shared cache, and
 //! between those banks and memory channels.
+//!
+//! Order: in each wake-up the crossbar takes the banks' responses in bank order, then the
+//! requests port by port, round robin from a starting port that moves by one at every wake-up;
+//! a tick's arrivals are handled as if its first wake-up had found them all (see
+//! [`super::ports`]), whatever the order in which the engine delivered them.
+//!
+//! Cost: O(1) per message whatever the number of ports. A wake-up visits only the ports with
+//! something to do, kept in sets: requests arrived (found from the link that woke it), requests
+//! held that may fit now (woken by their bank sending or by a transaction ending), responses
+//! arrived, messages to send. Messages crossing wait in one FIFO per distinct latency.
 
 use super::cycles::CycleTracker;
+use super::flight::Flight;
+use super::ports::{LinkRoles, PortSet, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
 use super::topology::{Topology, TopologyError};
 use crate::{MemRequest, MemResponse};
 use serde::Deserialize;
 use sim_core::{
     ByteSize, Carries, Clock, Component, CounterId, Ctx, LinkId, Priority, Stats, StatsError, Tick, Wake,
 };
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 use thiserror::Error;
 
@@ -127,12 +138,16 @@ pub struct CrossbarLinks<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     Other,
+    UpIn(u32),
     UpOut(u32),
+    DownIn(u32),
     DownOut(u32),
 }
 
-/// One transaction: where it came from and went, and the message in transit.
+/// One transaction: where it came from and went, and the message in transit. One cache line:
+/// the message is the request on the way down and holds the response's fields on the way back.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 struct Slot {
     up: u32,
     bank: u32,
@@ -142,10 +157,18 @@ struct Slot {
     active: bool,
     /// Its response was taken (a second answer to the same request is stray).
     returning: bool,
-    /// The request with the crossbar's id (on the way down).
-    req: MemRequest,
-    /// The response with the requester's id (on the way back).
-    resp: MemResponse,
+    /// The request with the crossbar's id (on the way down); then the response's address,
+    /// size, direction and issue tick (on the way back).
+    msg: MemRequest,
+}
+
+impl Slot {
+    /// The response to send back, with the requester's id.
+    #[inline]
+    fn response(&self) -> MemResponse {
+        let m = &self.msg;
+        MemResponse { id: self.id, addr: m.addr, bytes: m.bytes, write: m.write, issued: m.issued }
+    }
 }
 
 /// An upstream port.
@@ -170,6 +193,8 @@ struct DownPort {
     queued: u32,
     blocked: bool,
     requests: CounterId,
+    /// Upstream ports holding a request for this port.
+    held: PortSet,
 }
 
 /// Statistic ids.
@@ -195,11 +220,29 @@ pub struct Crossbar<M> {
     down: Vec<DownPort>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Messages travelling: (due, order, slot, towards the bank).
-    flight: BinaryHeap<Reverse<(Tick, u64, u32, bool)>>,
-    order: u64,
-    role_of_link: Vec<Role>,
+    /// Messages travelling.
+    flight: Flight,
+    role_of_link: LinkRoles<Role>,
+    /// Round-robin pointer: it moves by one at every wake.
     rr: usize,
+    /// The tick of the last wake, and the pointer at the first wake of that tick.
+    tick: Tick,
+    tick_rr: usize,
+    /// The tick whose arrivals wait to be routed (`Tick::MAX`: none).
+    settle_at: Tick,
+    /// Few input links: poll them when a delivery wakes the crossbar (see [`super::ports`]).
+    scan: bool,
+    /// Upstream ports to visit when accepting: requests arrived on their links and not taken,
+    /// or a held request that may fit now.
+    up_ready: PortSet,
+    /// Upstream ports holding a request.
+    held: PortSet,
+    /// Downstream ports whose response links had an arrival.
+    resp_ready: PortSet,
+    /// Downstream ports with staged requests and a link that has not refused.
+    down_dirty: PortSet,
+    /// Upstream ports with staged responses and a link that has not refused.
+    up_dirty: PortSet,
     armed: Tick,
     stats: XbarStats,
     _msg: PhantomData<fn() -> M>,
@@ -256,21 +299,15 @@ impl<M> Crossbar<M> {
                 queued: 0,
                 blocked: false,
                 requests: counter(stats, &format!("port{b}.requests"))?,
+                held: PortSet::new(links.upstream.len()),
             });
         }
-        let max_link = links
-            .upstream
-            .iter()
-            .chain(links.downstream)
-            .flat_map(|&(a, b)| [a.index(), b.index()])
-            .max()
-            .unwrap_or(0);
-        let mut role_of_link = vec![Role::Other; max_link + 1];
-        for (u, &(_, out)) in links.upstream.iter().enumerate() {
-            role_of_link[out.index()] = Role::UpOut(u as u32);
+        let mut roles = Vec::with_capacity(2 * (n_up + n_down));
+        for (u, &(inp, out)) in links.upstream.iter().enumerate() {
+            roles.extend([(inp, Role::UpIn(u as u32)), (out, Role::UpOut(u as u32))]);
         }
-        for (b, &(out, _)) in links.downstream.iter().enumerate() {
-            role_of_link[out.index()] = Role::DownOut(b as u32);
+        for (b, &(out, inp)) in links.downstream.iter().enumerate() {
+            roles.extend([(out, Role::DownOut(b as u32)), (inp, Role::DownIn(b as u32))]);
         }
         let slots = cfg.max_in_flight as usize;
         let blank = MemRequest::read(0, 0, 0, 0);
@@ -281,7 +318,6 @@ impl<M> Crossbar<M> {
             hash: cfg.hash,
             hash_shift: u64::BITS - (n_down as u64 - 1).leading_zeros(),
             bank_queue: cfg.bank_queue,
-            latency,
             up: links
                 .upstream
                 .iter()
@@ -303,16 +339,24 @@ impl<M> Crossbar<M> {
                     generation: 0,
                     active: false,
                     returning: false,
-                    req: blank,
-                    resp: blank.respond()
+                    msg: blank,
                 };
                 slots
             ],
             free: (0..slots as u32).rev().collect(),
-            flight: BinaryHeap::with_capacity(slots),
-            order: 0,
-            role_of_link,
+            flight: Flight::new(&latency, slots),
+            role_of_link: LinkRoles::new(&roles, Role::Other),
+            latency,
             rr: 0,
+            tick: Tick::MAX,
+            tick_rr: 0,
+            settle_at: Tick::MAX,
+            scan: n_up + n_down <= SCAN_LINKS,
+            up_ready: PortSet::new(n_up),
+            held: PortSet::new(n_up),
+            resp_ready: PortSet::new(n_down),
+            down_dirty: PortSet::new(n_down),
+            up_dirty: PortSet::new(n_up),
             armed: Tick::MAX,
             stats: xstats,
             _msg: PhantomData,
@@ -355,9 +399,13 @@ impl<M> Crossbar<M> {
         self.cycles.edge(cycle.saturating_add(cycles))
     }
 
-    fn travel(&mut self, due: Tick, slot: u32, to_bank: bool) {
-        self.order += 1;
-        self.flight.push(Reverse((due, self.order, slot, to_bank)));
+    /// Sends `slot`'s message between upstream port `up` and downstream port `bank`, entering
+    /// now.
+    #[inline]
+    fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) {
+        let pair = up * self.down.len() + bank;
+        let due = self.due(now, self.latency[pair]);
+        self.flight.push(pair, due, slot, to_bank);
     }
 }
 
@@ -365,25 +413,55 @@ impl<M> Crossbar<M>
 where
     M: Carries<MemRequest> + Carries<MemResponse>,
 {
-    fn pump(&mut self, ctx: &mut Ctx<'_, M>) {
-        let now = ctx.now();
+    /// Routes what arrived and what waits, starting the round robin at port `start`: takes the
+    /// banks' responses, sends what has crossed, accepts requests, sends again.
+    fn route(&mut self, now: Tick, start: usize, ctx: &mut Ctx<'_, M>) {
         self.take_responses(now, ctx);
         self.land(now);
         self.flush(ctx);
-        self.accept(now, ctx);
+        self.accept(now, start, ctx);
         self.land(now);
         self.flush(ctx);
-        if let Some(Reverse((due, ..))) = self.flight.peek()
-            && *due < self.armed
-        {
-            ctx.schedule_at(*due, Priority::DEFAULT, 0);
-            self.armed = *due;
+    }
+
+    /// Routes the arrivals of the tick being settled as its first wake would have, had they
+    /// all been in (requests in round-robin order from that wake's pointer, responses in bank
+    /// order).
+    fn settle(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
+        if self.settle_at == now {
+            self.settle_at = Tick::MAX;
+            self.route(now, self.tick_rr, ctx);
         }
     }
 
-    /// Takes every response from the banks and starts it back towards its port.
+    /// Notes every input link with a message arrived (for crossbars with few links).
+    fn poll(&mut self, ctx: &Ctx<'_, M>) {
+        for (u, port) in self.up.iter().enumerate() {
+            if port.hold.is_none() && ctx.peek(port.inp).is_some() {
+                self.up_ready.insert(u);
+            }
+        }
+        for (b, port) in self.down.iter().enumerate() {
+            if ctx.peek(port.inp).is_some() {
+                self.resp_ready.insert(b);
+            }
+        }
+    }
+
+    /// Sets a timer for the next message to cross.
+    fn arm(&mut self, ctx: &mut Ctx<'_, M>) {
+        if let Some(due) = self.flight.next_due()
+            && due < self.armed
+        {
+            ctx.schedule_at(due, Priority::DEFAULT, 0);
+            self.armed = due;
+        }
+    }
+
+    /// Takes every response that arrived from the banks and starts it back towards its port.
     fn take_responses(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
-        for b in 0..self.down.len() {
+        while let Some(b) = self.resp_ready.next_from(0) {
+            self.resp_ready.remove(b);
             while let Some(msg) = ctx.recv(self.down[b].inp) {
                 let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
                 let i = (resp.id & 0xffff_ffff) as usize;
@@ -397,119 +475,168 @@ where
                 }
                 let s = &mut self.slots[i];
                 s.returning = true;
-                s.resp = MemResponse { id: s.id, ..resp };
-                let lat = self.latency[s.up as usize * self.down.len() + b];
-                let due = self.due(now, lat);
-                self.travel(due, i as u32, false);
+                let m = &mut s.msg;
+                (m.addr, m.bytes, m.write, m.issued) = (resp.addr, resp.bytes, resp.write, resp.issued);
+                let up = s.up as usize;
+                self.travel(now, up, b, i as u32, false);
             }
         }
     }
 
     /// Moves every message that has arrived at its far side to that port's queue.
     fn land(&mut self, now: Tick) {
-        while let Some(&Reverse((due, _, slot, to_bank))) = self.flight.peek() {
-            if due > now {
-                return;
-            }
-            self.flight.pop();
+        while let Some((slot, to_bank)) = self.flight.pop_arrived(now) {
             let s = &self.slots[slot as usize];
             if to_bank {
-                self.down[s.bank as usize].staged.push_back(slot);
+                let b = s.bank as usize;
+                let d = &mut self.down[b];
+                d.staged.push_back(slot);
+                if !d.blocked {
+                    self.down_dirty.insert(b);
+                }
             } else {
-                self.up[s.up as usize].staged.push_back(slot);
+                let u = s.up as usize;
+                let p = &mut self.up[u];
+                p.staged.push_back(slot);
+                if !p.blocked {
+                    self.up_dirty.insert(u);
+                }
             }
         }
     }
 
-    /// Sends what the ports have queued, until links refuse.
+    /// Sends what the ports have queued, until links refuse: every downstream port in order,
+    /// then every upstream port, visiting only those with something to send.
     fn flush(&mut self, ctx: &mut Ctx<'_, M>) {
-        for d in &mut self.down {
-            if d.blocked {
-                continue;
-            }
+        let mut from = 0;
+        while let Some(b) = self.down_dirty.next_from(from) {
+            from = b + 1;
+            self.down_dirty.remove(b);
+            let d = &mut self.down[b];
+            let queued = d.queued;
             while let Some(&slot) = d.staged.front() {
-                if ctx.send(d.out, M::wrap(self.slots[slot as usize].req)).is_err() {
+                if ctx.send(d.out, M::wrap(self.slots[slot as usize].msg)).is_err() {
                     d.blocked = true;
                     break;
                 }
                 d.staged.pop_front();
                 d.queued -= 1;
             }
-        }
-        for u in &mut self.up {
-            if u.blocked {
-                continue;
+            if d.queued < queued && !d.held.is_empty() {
+                // Room in this bank's queue: the ports held for it try again.
+                self.up_ready.union_with(&d.held);
             }
-            while let Some(&slot) = u.staged.front() {
+        }
+        let out_of_slots = self.free.is_empty();
+        let mut from = 0;
+        while let Some(u) = self.up_dirty.next_from(from) {
+            from = u + 1;
+            self.up_dirty.remove(u);
+            let p = &mut self.up[u];
+            while let Some(&slot) = p.staged.front() {
                 let s = &mut self.slots[slot as usize];
-                if ctx.send(u.out, M::wrap(s.resp)).is_err() {
-                    u.blocked = true;
+                if ctx.send(p.out, M::wrap(s.response())).is_err() {
+                    p.blocked = true;
                     break;
                 }
-                u.staged.pop_front();
+                p.staged.pop_front();
                 s.active = false;
                 self.free.push(slot);
                 ctx.stats().inc(self.stats.responses);
                 ctx.progress();
             }
         }
+        if out_of_slots && !self.free.is_empty() && !self.held.is_empty() {
+            // Transactions free again: every held port tries again.
+            self.up_ready.union_with(&self.held);
+        }
     }
 
-    /// Routes requests from the upstream ports, round robin, while slots and bank queues allow.
-    fn accept(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
-        let n = self.up.len();
-        self.rr = (self.rr + 1) % n;
-        for k in 0..n {
-            let u = (self.rr + k) % n;
-            loop {
-                let req = match self.up[u].hold.take() {
-                    Some(r) => r,
-                    None => match ctx.recv(self.up[u].inp) {
-                        None => break,
-                        // Anything but a request is a wiring error with nothing to answer.
-                        Some(msg) => match Carries::<MemRequest>::unwrap_as(msg) {
-                            Ok(r) => r,
-                            Err(_) => continue,
-                        },
-                    },
-                };
-                let bank = self.bank_of(req.addr);
-                let full = if self.down[bank].queued >= self.bank_queue {
-                    Some(self.stats.bank_full_stalls)
-                } else if self.free.is_empty() {
-                    Some(self.stats.in_flight_full_stalls)
-                } else {
-                    None
-                };
-                if let Some(stat) = full {
-                    let port = &mut self.up[u];
-                    port.hold = Some(req);
-                    if !port.stalled {
-                        port.stalled = true;
-                        ctx.stats().inc(stat);
-                    }
-                    break;
+    /// Routes requests from the upstream ports, round robin from port `start`, while slots and
+    /// bank queues allow. Only ports with a request arrived or a held request that may fit now
+    /// are visited (the others would take nothing).
+    fn accept(&mut self, now: Tick, start: usize, ctx: &mut Ctx<'_, M>) {
+        if self.up_ready.is_empty() {
+            return;
+        }
+        let mut from = start;
+        let mut wrapped = false;
+        loop {
+            let u = match self.up_ready.next_from(from) {
+                Some(u) if !wrapped || u < start => u,
+                None if !wrapped && start > 0 => {
+                    wrapped = true;
+                    from = 0;
+                    continue;
                 }
-                self.up[u].stalled = false;
-                let Some(slot) = self.free.pop() else { break };
-                let s = &mut self.slots[slot as usize];
-                s.generation = s.generation.wrapping_add(1);
-                *s = Slot {
-                    up: u as u32,
-                    bank: bank as u32,
-                    id: req.id,
-                    generation: s.generation,
-                    active: true,
-                    returning: false,
-                    req: MemRequest { id: u64::from(slot) | u64::from(s.generation) << 32, ..req },
-                    resp: s.resp,
-                };
-                self.down[bank].queued += 1;
-                ctx.stats().inc(self.stats.requests);
-                ctx.stats().inc(self.down[bank].requests);
-                let due = self.due(now, self.latency[u * self.down.len() + bank]);
-                self.travel(due, slot, true);
+                _ => return,
+            };
+            from = u + 1;
+            self.serve(u, now, ctx);
+        }
+    }
+
+    /// Routes the requests of upstream port `u` until its link is empty or a request must wait.
+    fn serve(&mut self, u: usize, now: Tick, ctx: &mut Ctx<'_, M>) {
+        loop {
+            let (req, was_held) = match self.up[u].hold.take() {
+                Some(r) => (r, true),
+                None => match ctx.recv(self.up[u].inp) {
+                    None => {
+                        self.up_ready.remove(u);
+                        return;
+                    }
+                    // Anything but a request is a wiring error with nothing to answer.
+                    Some(msg) => match Carries::<MemRequest>::unwrap_as(msg) {
+                        Ok(r) => (r, false),
+                        Err(_) => continue,
+                    },
+                },
+            };
+            let bank = self.bank_of(req.addr);
+            let full = if self.down[bank].queued >= self.bank_queue {
+                Some(self.stats.bank_full_stalls)
+            } else if self.free.is_empty() {
+                Some(self.stats.in_flight_full_stalls)
+            } else {
+                None
+            };
+            if let Some(stat) = full {
+                let port = &mut self.up[u];
+                port.hold = Some(req);
+                if !port.stalled {
+                    port.stalled = true;
+                    ctx.stats().inc(stat);
+                }
+                if !was_held {
+                    self.held.insert(u);
+                    self.down[bank].held.insert(u);
+                }
+                // Nothing changes for it until its bank sends or a transaction ends.
+                self.up_ready.remove(u);
+                return;
             }
+            if was_held {
+                self.held.remove(u);
+                self.down[bank].held.remove(u);
+            }
+            self.up[u].stalled = false;
+            let Some(slot) = self.free.pop() else { return };
+            let s = &mut self.slots[slot as usize];
+            s.generation = s.generation.wrapping_add(1);
+            *s = Slot {
+                up: u as u32,
+                bank: bank as u32,
+                id: req.id,
+                generation: s.generation,
+                active: true,
+                returning: false,
+                msg: MemRequest { id: u64::from(slot) | u64::from(s.generation) << 32, ..req },
+            };
+            self.down[bank].queued += 1;
+            ctx.stats().inc(self.stats.requests);
+            ctx.stats().inc(self.down[bank].requests);
+            self.travel(now, u, bank, slot, true);
         }
     }
 }
@@ -524,25 +651,84 @@ where
         &self.name
     }
 
+    /// Arrivals are routed as if the tick's first wake had found them all, whatever the order
+    /// of the deliveries (see `cache/ports.rs`): with many input links they are noted as they
+    /// come and routed together once the tick's deliveries are over; with few, a delivery
+    /// polls every link. Everything else runs at once.
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        match why {
+            Wake::Timer(SETTLE) => {
+                self.settle(now, ctx);
+                self.arm(ctx);
+                return;
+            }
+            // Past the deliveries of this tick: its arrivals first, as its first wake, before
+            // anything this wake changes.
+            Wake::Timer(_) | Wake::Space(_) | Wake::Start => self.settle(now, ctx),
+            Wake::Arrival(_) => {}
+        }
+        self.rr = if self.rr + 1 == self.up.len() { 0 } else { self.rr + 1 };
+        if now != self.tick {
+            self.tick = now;
+            self.tick_rr = self.rr;
+        }
         match why {
             Wake::Timer(_) => {
-                if ctx.now() >= self.armed {
+                if now >= self.armed {
                     self.armed = Tick::MAX;
                 }
             }
-            Wake::Space(link) => match self.role_of_link.get(link.index()) {
-                Some(&Role::UpOut(u)) => self.up[u as usize].blocked = false,
-                Some(&Role::DownOut(b)) => self.down[b as usize].blocked = false,
+            Wake::Space(link) => match self.role_of_link.get(link) {
+                Role::UpOut(u) => {
+                    let p = &mut self.up[u as usize];
+                    p.blocked = false;
+                    if !p.staged.is_empty() {
+                        self.up_dirty.insert(u as usize);
+                    }
+                }
+                Role::DownOut(b) => {
+                    let d = &mut self.down[b as usize];
+                    d.blocked = false;
+                    if !d.staged.is_empty() {
+                        self.down_dirty.insert(b as usize);
+                    }
+                }
                 _ => {}
             },
-            Wake::Arrival(_) | Wake::Start => {}
+            Wake::Arrival(link) => {
+                match self.role_of_link.get(link) {
+                    // A held port takes nothing until its request fits, which its bank or a
+                    // finishing transaction announces.
+                    Role::UpIn(u) if self.up[u as usize].hold.is_none() => self.up_ready.insert(u as usize),
+                    Role::DownIn(b) => self.resp_ready.insert(b as usize),
+                    _ => {}
+                }
+                if self.scan {
+                    self.poll(ctx);
+                    self.route(now, self.rr, ctx);
+                    self.arm(ctx);
+                    return;
+                }
+                // More of this tick's messages may still be on their way in: send what has
+                // crossed, and route the arrivals once the tick's deliveries are over.
+                self.land(now);
+                self.flush(ctx);
+                if (!self.up_ready.is_empty() || !self.resp_ready.is_empty()) && self.settle_at != now {
+                    self.settle_at = now;
+                    ctx.schedule_at(now, SETTLE_PRIORITY, SETTLE);
+                }
+                self.arm(ctx);
+                return;
+            }
+            Wake::Start => {}
         }
-        self.pump(ctx);
+        self.route(now, self.rr, ctx);
+        self.arm(ctx);
     }
 
     fn busy(&self) -> bool {
-        self.in_flight() > 0 || self.up.iter().any(|u| u.hold.is_some())
+        self.in_flight() > 0 || !self.held.is_empty()
     }
 
     fn status(&self) -> String {

@@ -147,14 +147,16 @@ impl Requester {
     fn next_addr(&mut self) -> u64 {
         let size = u64::from(self.cfg.request_bytes.max(1));
         let slots = (self.capacity / size).max(1);
+        // A mask where the count of slots allows: the same values without a division.
+        let slot = |x: u64| if slots.is_power_of_two() { x & (slots - 1) } else { x % slots };
         match self.cfg.pattern {
-            Pattern::Streaming => (self.sent % slots) * size,
+            Pattern::Streaming => slot(self.sent) * size,
             Pattern::Random => {
                 // xorshift64*: cheap, deterministic, good enough to spread over banks.
                 self.rng ^= self.rng >> 12;
                 self.rng ^= self.rng << 25;
                 self.rng ^= self.rng >> 27;
-                (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) % slots) * size
+                slot(self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)) * size
             }
         }
     }

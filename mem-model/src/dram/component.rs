@@ -23,7 +23,10 @@
 //! When the timer fires, every controller due at that cycle runs, in index order. A pseudo-
 //! channel with no work costs nothing; with work it sleeps until its next command can be legal.
 //! One engine event serves every controller and every data return of a cycle, which keeps the
-//! engine's queue small when hundreds of pseudo-channels are busy.
+//! engine's queue small when hundreds of pseudo-channels are busy; the commands of a cycle's
+//! runs are booked together afterwards, in the order they issued. A request's address is
+//! decoded once per interleave chunk it touches: the bursts of a chunk share bank and row and
+//! are queued as one controller entry.
 
 use crate::dram::command::{Command, NUM_COMMANDS};
 use crate::dram::controller::{Controller, FIRST_ACT, FIRST_PRE, Issued, NO_REQ, RunOut};
@@ -72,22 +75,39 @@ impl fmt::Display for DramFault {
 #[derive(Debug, Clone, Copy)]
 struct Ticker {
     clock: Clock,
-    ps: Option<u64>,
+    /// The period in whole picoseconds, if it is one, and `floor(2^64 / period)`: dividing a
+    /// tick by the period is then a multiplication and one correction (a hardware division
+    /// takes tens of cycles, once per request).
+    ps: Option<(u64, u64)>,
 }
 
 impl Ticker {
+    fn new(clock: Clock, ps: Option<u64>) -> Ticker {
+        Ticker { clock, ps: ps.map(|p| (p, if p == 1 { 0 } else { u64::MAX / p })) }
+    }
+
     #[inline]
     fn tick(self, cycle: u64) -> Tick {
         match self.ps {
-            Some(p) => cycle.saturating_mul(p),
+            Some((p, _)) => cycle.saturating_mul(p),
             None => self.clock.edge(cycle),
         }
+    }
+
+    /// `t / p` by the reciprocal: the estimate is at most one short.
+    #[inline]
+    fn div(t: u64, p: u64, inv: u64) -> u64 {
+        if p == 1 {
+            return t;
+        }
+        let q = ((u128::from(t) * u128::from(inv)) >> 64) as u64;
+        if t - q * p >= p { q + 1 } else { q }
     }
 
     #[inline]
     fn cycle_floor(self, t: Tick) -> u64 {
         match self.ps {
-            Some(p) => t / p,
+            Some((p, inv)) => Ticker::div(t, p, inv),
             None => self.clock.cycle_at(t),
         }
     }
@@ -95,7 +115,10 @@ impl Ticker {
     #[inline]
     fn cycle_ceil(self, t: Tick) -> u64 {
         match self.ps {
-            Some(p) => t.div_ceil(p),
+            Some((p, inv)) => {
+                let q = Ticker::div(t, p, inv);
+                if q * p == t { q } else { q + 1 }
+            }
             None => {
                 let c = self.clock.cycle_at(t);
                 if self.clock.edge(c) == t { c } else { c + 1 }
@@ -159,6 +182,10 @@ pub struct Dram<M> {
     read_latency: u64,
     capacity: u64,
     pcs: u32,
+    /// Bursts per interleave chunk (consecutive bursts in one bank and row).
+    chunk: u32,
+    /// log2 of the burst size, if it is a power of two.
+    burst_shift: Option<u32>,
     bank_groups: u32,
     banks: u32,
     _msg: PhantomData<fn() -> M>,
@@ -193,7 +220,7 @@ impl<M> Dram<M> {
         let counters = DramCounters { served: vec![0; ctrls.len()], ..DramCounters::default() };
         Ok(Dram {
             name: name.to_string(),
-            ticker: Ticker { clock: spec.clock(), ps: spec.tck_ps_exact() },
+            ticker: Ticker::new(spec.clock(), spec.tck_ps_exact()),
             wake_at: vec![u64::MAX; ctrls.len()],
             min_wake: u64::MAX,
             ctrls,
@@ -218,6 +245,8 @@ impl<M> Dram<M> {
             read_latency: spec.read_latency(),
             capacity: spec.capacity_bytes(),
             pcs: o.pseudo_channels,
+            chunk: (spec.interleave_bytes() / spec.burst_bytes()) as u32,
+            burst_shift: spec.burst_bytes().is_power_of_two().then(|| spec.burst_bytes().trailing_zeros()),
             bank_groups: o.bank_groups,
             banks: o.banks,
             spec: spec.clone(),
@@ -305,8 +334,10 @@ where
             return;
         }
         let burst = self.spec.burst_bytes();
-        let start = req.addr - req.addr % burst;
-        let end = (req.addr + len).div_ceil(burst) * burst;
+        let (start, end) = match self.burst_shift {
+            Some(s) => (req.addr >> s << s, (req.addr + len + burst - 1) >> s << s),
+            None => (req.addr - req.addr % burst, (req.addr + len).div_ceil(burst) * burst),
+        };
         let bursts = u32::try_from((end - start) / burst).unwrap_or(u32::MAX);
         let state = ReqState { req, arrival: now, port: p as u32, remaining: bursts, classified: false };
         let slot = match self.free_reqs.pop() {
@@ -344,20 +375,33 @@ where
         while split.next < split.end {
             let Some(a) = self.spec.mapping().decode(split.next) else { break };
             let i = self.spec.mapping().controller_of(&a) as usize;
-            if !self.ctrls[i].can_accept(write) {
+            // The bursts left in this interleave chunk share the bank and row: one entry.
+            let left = match self.burst_shift {
+                Some(s) => (split.end - split.next) >> s,
+                None => (split.end - split.next) / burst,
+            };
+            let lo = if self.chunk.is_power_of_two() {
+                a.column & (self.chunk - 1)
+            } else {
+                a.column % self.chunk
+            };
+            let run = u64::from(self.chunk - lo).min(left);
+            let n = run.min(u64::from(self.ctrls[i].room(write))).min(u64::from(u16::MAX));
+            if n == 0 {
                 self.ports[p].split = Some(split);
                 self.blocked_ports += 1;
                 return false;
             }
             if self.ctrls[i].is_idle() {
                 self.ctrls[i].catch_up(&mut self.device, cycle, &mut self.out);
-                self.absorb(i, ctx);
+                self.absorb(ctx);
             }
             let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
-            let wake = self.ctrls[i].push(&self.device, write, bank, a.row, a.column, split.slot, cycle);
+            let wake =
+                self.ctrls[i].push(&self.device, write, bank, a.row, a.column, n as u16, split.slot, cycle);
             self.wake_at[i] = self.wake_at[i].min(wake);
             self.min_wake = self.min_wake.min(wake);
-            split.next += burst;
+            split.next += n * burst;
         }
         self.ports[p].split = None;
         if write {
@@ -418,12 +462,12 @@ where
         self.free_req(slot);
     }
 
-    /// Books the commands controller `i` just issued.
-    fn absorb(&mut self, i: usize, ctx: &mut Ctx<'_, M>) {
+    /// Books the commands the controllers just issued (in the order they issued them).
+    fn absorb(&mut self, ctx: &mut Ctx<'_, M>) {
         let mut out = std::mem::take(&mut self.out);
         let stats = ctx.stats();
         for is in out.issued.drain(..) {
-            self.book(i, &is, stats);
+            self.book(usize::from(is.ctrl), &is, stats);
         }
         if out.drains > 0 {
             self.counters.write_drains += u64::from(out.drains);
@@ -512,10 +556,10 @@ where
                 if self.wake_at[i] <= cycle {
                     let next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
                     self.wake_at[i] = next;
-                    self.absorb(i, ctx);
                 }
                 self.min_wake = self.min_wake.min(self.wake_at[i]);
             }
+            self.absorb(ctx);
             let freed = std::mem::take(&mut self.out.freed);
             if freed == 0 || self.blocked_ports == 0 {
                 break;
@@ -604,3 +648,24 @@ where
 
 // The command count array and the log must agree on the command set.
 const _: () = assert!(NUM_COMMANDS == Command::ALL.len());
+
+#[cfg(test)]
+mod tests {
+    use super::Ticker;
+
+    #[test]
+    fn the_reciprocal_divides_exactly() {
+        for p in [1u64, 2, 3, 416, 625, 1000, 1_000_003] {
+            let inv = if p == 1 { 0 } else { u64::MAX / p };
+            let mut x = 0x9E37_79B9_7F4A_7C15u64;
+            for t in (0..10_000u64).chain([u64::MAX, u64::MAX - 1, u64::MAX / 2]) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                for v in [t, x, x >> 20] {
+                    assert_eq!(Ticker::div(v, p, inv), v / p, "{v} / {p}");
+                }
+            }
+        }
+    }
+}

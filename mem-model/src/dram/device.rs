@@ -9,12 +9,15 @@
 //! separate, so channels never interact; the pseudo-channels of a channel share the channel
 //! node, where the command-bus constraints of the preset live.
 //!
-//! All arrays are flat and preallocated; issuing a command touches a dozen integers.
+//! All arrays are flat and preallocated; issuing a command touches a dozen integers. A node keeps
+//! one `ready_at` per command *class* of its level (see [`crate::dram::timing`]); slot 0 of a
+//! channel's array is always 0, so a precomputed check can read it for a level where a command
+//! has nothing to wait for.
 
-use crate::dram::command::{Command, Level, NUM_COMMANDS, NUM_LEVELS};
+use crate::dram::command::{Command, Level, NUM_LEVELS};
 use crate::dram::mapping::DramAddr;
 use crate::dram::spec::DramSpec;
-use crate::dram::timing::{Target, TimingTable};
+use crate::dram::timing::{NO_SLOT, Target, TimingTable};
 use std::fmt;
 
 /// Row state of a closed bank.
@@ -23,7 +26,7 @@ pub(crate) const CLOSED: u32 = u32::MAX;
 const EMPTY: u64 = u64::MAX;
 
 /// Node indices of one address, level by level, within its channel, and where each node's
-/// `ready_at` row starts in the channel's flat array.
+/// `ready_at` slots start in the channel's flat array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct NodePath {
     pub(crate) node: [u32; NUM_LEVELS],
@@ -40,7 +43,8 @@ impl NodePath {
 /// State of one channel and everything below it.
 #[derive(Debug, Clone)]
 pub(crate) struct ChannelState {
-    /// `ready[base[level] + node * NUM_COMMANDS + cmd]`: one flat array for all levels.
+    /// `ready[base[level] + node * width[level] + slot]`: one flat array for all levels, after
+    /// the always-zero slot 0.
     ready: Vec<u64>,
     /// Open row per bank node, or [`CLOSED`].
     pub(crate) open_row: Vec<u32>,
@@ -93,8 +97,10 @@ pub struct Device {
     fanout: [u32; NUM_LEVELS],
     /// Nodes per channel at each level.
     nodes: [usize; NUM_LEVELS],
-    /// Start of each level's rows in a channel's flat `ready` array.
+    /// Start of each level's slots in a channel's flat `ready` array.
     base: [usize; NUM_LEVELS],
+    /// Slots per node at each level.
+    width: [usize; NUM_LEVELS],
     channels: Vec<ChannelState>,
     org_channels: u32,
 }
@@ -109,11 +115,13 @@ impl Device {
             nodes[l] = nodes[l - 1] * fanout[l] as usize;
         }
         let table = TimingTable::new(spec);
-        let mut base = [0usize; NUM_LEVELS];
+        let width = table.width;
+        // Slot 0 reads as "no constraint".
+        let mut base = [1usize; NUM_LEVELS];
         for l in 1..NUM_LEVELS {
-            base[l] = base[l - 1] + nodes[l - 1] * NUM_COMMANDS;
+            base[l] = base[l - 1] + nodes[l - 1] * width[l - 1];
         }
-        let total = base[NUM_LEVELS - 1] + nodes[NUM_LEVELS - 1] * NUM_COMMANDS;
+        let total = base[NUM_LEVELS - 1] + nodes[NUM_LEVELS - 1] * width[NUM_LEVELS - 1];
         let state = ChannelState {
             ready: vec![0u64; total],
             open_row: vec![CLOSED; nodes[Level::Bank.index()]],
@@ -124,6 +132,7 @@ impl Device {
             fanout,
             nodes,
             base,
+            width,
             channels: vec![state; o.channels as usize],
             org_channels: o.channels,
         }
@@ -138,7 +147,7 @@ impl Device {
         let bg = rank * f[3] + a.bank_group;
         let bank = bg * f[4] + a.bank;
         let node = [0, pc, rank, bg, bank];
-        let slot = std::array::from_fn(|l| (self.base[l] + node[l] as usize * NUM_COMMANDS) as u32);
+        let slot = std::array::from_fn(|l| (self.base[l] + node[l] as usize * self.width[l]) as u32);
         NodePath { node, slot }
     }
 
@@ -164,7 +173,7 @@ impl Device {
             return u64::MAX;
         }
         let path = self.path(a);
-        self.channels[a.channel as usize].earliest(cmd, &path, self.scope(cmd))
+        self.earliest_on(a.channel as usize, cmd, &path)
     }
 
     /// Whether the row state allows `cmd` at `a`: RD/WR/RDA/WRA need `a.row` open, ACT and
@@ -232,31 +241,33 @@ impl Device {
     /// Earliest cycle for `cmd` on `path` of channel `ch` (timing only).
     #[inline]
     pub(crate) fn earliest_on(&self, ch: usize, cmd: Command, path: &NodePath) -> u64 {
-        self.channels[ch].earliest(cmd, path, self.table.scope[cmd.index()])
-    }
-
-    /// The part of every command's earliest cycle that pseudo-channel node `pc` shares among
-    /// its banks: the maximum over the channel and pseudo-channel levels.
-    #[inline]
-    pub(crate) fn shared(&self, ch: usize, pc: usize) -> [u64; NUM_COMMANDS] {
-        let s = &self.channels[ch].ready;
-        let mine = self.base[1] + pc * NUM_COMMANDS;
-        let top = &s[..NUM_COMMANDS];
-        let mine = &s[mine..mine + NUM_COMMANDS];
-        std::array::from_fn(|c| top[c].max(mine[c]))
-    }
-
-    /// The part of `cmd`'s earliest cycle on `path` below the pseudo-channel (rank down to the
-    /// command's scope); `max(shared, local)` is [`Device::earliest`].
-    #[inline]
-    pub(crate) fn local(&self, ch: usize, cmd: Command, path: &NodePath) -> u64 {
-        let s = &self.channels[ch].ready;
+        let ready = &self.channels[ch].ready;
         let c = cmd.index();
         let mut e = 0;
-        for l in Level::Rank.index()..=self.table.scope[c].index() {
-            e = e.max(s[path.slot[l] as usize + c]);
+        for l in 0..=self.table.scope[c].index() {
+            let s = self.table.slot[l][c];
+            if s != NO_SLOT {
+                e = e.max(ready[path.slot[l] as usize + s as usize]);
+            }
         }
         e
+    }
+
+    /// Where `cmd`'s check on `path` reads, level by level (slot 0, always 0, where it has
+    /// nothing to wait for): `max_at` over these is [`Device::earliest_on`]. Precomputed by the
+    /// controllers, which check the same few (bank, command) pairs over and over.
+    pub(crate) fn check_slots(&self, cmd: Command, path: &NodePath) -> [u32; NUM_LEVELS] {
+        let c = cmd.index();
+        std::array::from_fn(|l| {
+            let s = self.table.slot[l][c];
+            if l > self.table.scope[c].index() || s == NO_SLOT { 0 } else { path.slot[l] + u32::from(s) }
+        })
+    }
+
+    /// Channel `ch`'s `ready_at` slots, to read at [`Device::check_slots`] indices.
+    #[inline]
+    pub(crate) fn ready(&self, ch: usize) -> &[u64] {
+        &self.channels[ch].ready
     }
 
     /// The open row of bank node `bank` of channel `ch`, or [`CLOSED`].
@@ -275,41 +286,43 @@ impl Device {
     /// The caller has checked legality.
     pub(crate) fn issue_at(&mut self, ch: usize, cmd: Command, path: &NodePath, row: u32, cycle: u64) {
         let scope = self.table.scope[cmd.index()];
+        let state = &mut self.channels[ch];
         // Window histories first: their updates read the history including this command.
-        for (w, spec) in self.table.windows.iter().enumerate() {
-            if spec.preceding.contains(cmd) {
-                let node = path.at(spec.level);
-                let slots = &mut self.channels[ch].hist[w][node * spec.size..(node + 1) * spec.size];
-                slots.copy_within(1.., 0);
-                if let Some(last) = slots.last_mut() {
-                    *last = cycle;
+        if self.table.in_window.contains(cmd) {
+            for (w, spec) in self.table.windows.iter().enumerate() {
+                if spec.preceding.contains(cmd) {
+                    let node = path.at(spec.level);
+                    let slots = &mut state.hist[w][node * spec.size..(node + 1) * spec.size];
+                    slots.copy_within(1.., 0);
+                    if let Some(last) = slots.last_mut() {
+                        *last = cycle;
+                    }
                 }
             }
         }
-        let state = &mut self.channels[ch];
         let ready = &mut state.ready;
         for u in self.table.node_updates_of(cmd) {
-            let at = cycle.saturating_add(u64::from(u.latency));
-            if let Some(slot) = ready.get_mut(path.slot[u.level as usize] as usize + u.follow as usize) {
-                *slot = (*slot).max(at);
-            }
+            let at = cycle + u64::from(u.latency);
+            let slot = &mut ready[path.slot[u.level.index()] as usize + u.slot as usize];
+            *slot = (*slot).max(at);
         }
         for u in self.table.updates_of(cmd) {
             let l = u.level.index();
-            let f = u.follow.index();
+            let (width, s) = (self.width[l], usize::from(u.slot));
             let at = cycle.saturating_add(u.latency);
             match u.target {
                 Target::Node => {
-                    let slot = &mut ready[path.slot[l] as usize + f];
+                    let slot = &mut ready[path.slot[l] as usize + s];
                     *slot = (*slot).max(at);
                 }
                 Target::Sibling => {
+                    // The nodes under the parent (never the channel level: validated).
                     let fan = self.fanout[l] as usize;
                     let me = path.node[l] as usize;
-                    let first = me - me % fan;
+                    let first = path.node[l - 1] as usize * fan;
                     for n in first..first + fan {
                         if n != me {
-                            let slot = &mut ready[self.base[l] + n * NUM_COMMANDS + f];
+                            let slot = &mut ready[self.base[l] + n * width + s];
                             *slot = (*slot).max(at);
                         }
                     }
@@ -318,7 +331,7 @@ impl Device {
                     let per = self.nodes[l] / self.nodes[scope.index()];
                     let first = path.at(scope) * per;
                     for n in first..first + per {
-                        let slot = &mut ready[self.base[l] + n * NUM_COMMANDS + f];
+                        let slot = &mut ready[self.base[l] + n * width + s];
                         *slot = (*slot).max(at);
                     }
                 }
@@ -327,7 +340,7 @@ impl Device {
                     let node = path.node[l] as usize;
                     let oldest = state.hist[w as usize][node * size];
                     if oldest != EMPTY {
-                        let slot = &mut ready[path.slot[l] as usize + f];
+                        let slot = &mut ready[path.slot[l] as usize + s];
                         *slot = (*slot).max(oldest.saturating_add(u.latency));
                     }
                 }
@@ -344,17 +357,5 @@ impl Device {
             }
             _ => {}
         }
-    }
-}
-
-impl ChannelState {
-    #[inline]
-    fn earliest(&self, cmd: Command, path: &NodePath, scope: Level) -> u64 {
-        let c = cmd.index();
-        let mut e = 0;
-        for l in 0..=scope.index() {
-            e = e.max(self.ready[path.slot[l] as usize + c]);
-        }
-        e
     }
 }

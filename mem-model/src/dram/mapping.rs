@@ -155,6 +155,22 @@ pub struct MappingGeometry {
     pub burst_bytes: u64,
 }
 
+/// Decoding by shifts and masks, for a mapping whose every size is a power of two (every
+/// preset): the general digit loop divides, this does not.
+#[derive(Debug, Clone, Copy)]
+struct Pow2 {
+    /// log2 of the burst size.
+    burst: u32,
+    /// log2 of the interleave (in bursts).
+    interleave: u32,
+    /// Per field (indexed by `Field`), its shift in the chunk index and its mask.
+    shift: [u32; 5],
+    mask: [u64; 5],
+    /// log2 of the channels (the low part of `Ch`) and of the bank groups (of `Ba`).
+    channels: u32,
+    bank_groups: u32,
+}
+
 /// A resolved mapping (see the module docs).
 #[derive(Debug, Clone)]
 pub struct AddressMapping {
@@ -164,6 +180,7 @@ pub struct AddressMapping {
     interleave: Radix,
     /// Digit of each field, low first.
     digits: [(Field, Radix); 5],
+    pow2: Option<Pow2>,
     xor_bank: bool,
     capacity: u64,
 }
@@ -208,12 +225,33 @@ impl AddressMapping {
                 what: "organization".into(),
                 reason: "the capacity does not fit in 64 bits".into(),
             })?;
+        let log2 = |x: u64| x.is_power_of_two().then(|| x.trailing_zeros());
+        let pow2 = (|| {
+            let mut shift = [0u32; 5];
+            let mut mask = [0u64; 5];
+            let mut at = 0;
+            for (field, radix) in digits {
+                let bits = log2(radix.size)?;
+                shift[field as usize] = at;
+                mask[field as usize] = radix.size - 1;
+                at += bits;
+            }
+            Some(Pow2 {
+                burst: log2(g.burst_bytes)?,
+                interleave: log2(u64::from(interleave_bursts))?,
+                shift,
+                mask,
+                channels: log2(u64::from(g.channels))?,
+                bank_groups: log2(u64::from(g.bank_groups))?,
+            })
+        })();
         Ok(AddressMapping {
             scheme,
             geometry,
             burst: Radix::new(g.burst_bytes),
             interleave: Radix::new(u64::from(interleave_bursts)),
             digits,
+            pow2,
             xor_bank,
             capacity,
         })
@@ -246,6 +284,30 @@ impl AddressMapping {
         if addr >= self.capacity {
             return None;
         }
+        if let Some(p) = &self.pow2 {
+            let burst = addr >> p.burst;
+            let col_lo = burst & ((1 << p.interleave) - 1);
+            let x = burst >> p.interleave;
+            let v: [u64; 5] = std::array::from_fn(|f| (x >> p.shift[f]) & p.mask[f]);
+            let (ch, ra, mut ba, ro, co) = (v[0], v[1], v[2], v[3], v[4]);
+            if self.xor_bank {
+                ba ^= ro & p.mask[Field::Ba as usize];
+            }
+            return Some(DramAddr {
+                channel: (ch & ((1 << p.channels) - 1)) as u32,
+                pseudo_channel: (ch >> p.channels) as u32,
+                rank: ra as u32,
+                bank_group: (ba & ((1 << p.bank_groups) - 1)) as u32,
+                bank: (ba >> p.bank_groups) as u32,
+                row: ro as u32,
+                column: ((co << p.interleave) | col_lo) as u32,
+            });
+        }
+        Some(self.decode_digits(addr))
+    }
+
+    /// [`AddressMapping::decode`] digit by digit, for any sizes (`addr` is in range).
+    fn decode_digits(&self, addr: u64) -> DramAddr {
         let g = &self.geometry;
         let (_, burst) = self.burst.split(addr);
         let (col_lo, mut x) = self.interleave.split(burst);
@@ -263,7 +325,7 @@ impl AddressMapping {
         let channels = u64::from(g.channels);
         let bgs = u64::from(g.bank_groups);
         // Every value is below a u32 count, so the casts cannot truncate.
-        Some(DramAddr {
+        DramAddr {
             channel: (ch % channels) as u32,
             pseudo_channel: (ch / channels) as u32,
             rank: ra as u32,
@@ -271,7 +333,7 @@ impl AddressMapping {
             bank: (ba / bgs) as u32,
             row: ro as u32,
             column: (co * self.interleave.size + col_lo) as u32,
-        })
+        }
     }
 
     /// The first byte of the burst at `a` (the inverse of [`AddressMapping::decode`]); `None`
@@ -339,6 +401,33 @@ mod tests {
                         assert_eq!(m.encode(&a), Some(burst * 32), "{scheme:?} xor={xor} il={il}");
                     }
                     assert_eq!(m.decode(m.capacity()), None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_power_of_two_decoder_agrees_with_the_digit_loop() {
+        let g = MappingGeometry {
+            channels: 4,
+            pseudo_channels: 2,
+            ranks: 2,
+            bank_groups: 4,
+            banks: 2,
+            ..geometry()
+        };
+        for scheme in MappingScheme::ALL {
+            for xor in [false, true] {
+                for il in [1, 2, 4] {
+                    let m = AddressMapping::new(scheme, g, il, xor).unwrap();
+                    assert!(m.pow2.is_some());
+                    for addr in (0..m.capacity()).step_by(7) {
+                        assert_eq!(
+                            m.decode(addr),
+                            Some(m.decode_digits(addr)),
+                            "{scheme:?} xor={xor} il={il}"
+                        );
+                    }
                 }
             }
         }

@@ -10,10 +10,10 @@
 //! every name once into integers and fails fast, naming anything unknown.
 //!
 //! The [`Device`] answers "earliest legal cycle for this command here" from a `ready_at` array
-//! per node and command; controllers ([`controller`]) pick among legal commands (FR-FCFS or
-//! FR-FCFS with a row-hit cap; open or closed pages; write drain on watermarks; all-bank or
-//! per-bank refresh) and sleep until the next cycle at which something can become legal, so an
-//! idle pseudo-channel costs nothing. The command bus is data too: HBM presets let a row and a
+//! per node and command class (commands the constraints treat alike share a slot); controllers
+//! ([`controller`]) pick among legal commands (FR-FCFS or FR-FCFS with a row-hit cap; open or
+//! closed pages; write drain on watermarks; all-bank or per-bank refresh) and sleep until the
+//! next cycle at which something can become legal, so an idle pseudo-channel costs nothing. The command bus is data too: HBM presets let a row and a
 //! column command issue in the same cycle, DDR5's single bus does not.
 //!
 //! Module map: [`command`] (commands, levels), [`preset`] (file format), [`expr`] (latency

@@ -42,6 +42,11 @@ pub(crate) struct Refresh {
     pub(crate) units: Vec<Unit>,
     /// Cycles between two dues of one unit.
     interval: u64,
+    /// Kept up to date by `mark_due` and `issued`, since a controller asks at every run: the
+    /// earliest due cycle of a unit not pending, the units pending and the banks they block.
+    next_due: u64,
+    pending: u32,
+    blocked: u128,
 }
 
 impl Refresh {
@@ -79,30 +84,15 @@ impl Refresh {
                 })
                 .collect()
         };
-        Refresh { mode, units, interval }
+        let mut r = Refresh { mode, units, interval, next_due: u64::MAX, pending: 0, blocked: 0 };
+        r.settle();
+        r
     }
 
-    /// Marks units due at or before `cycle` as pending.
-    #[inline]
-    pub(crate) fn mark_due(&mut self, cycle: u64) {
-        for u in &mut self.units {
-            if !u.pending && u.due <= cycle {
-                u.pending = true;
-                u.since = u.due;
-                u.due = u.due.saturating_add(self.interval);
-            }
-        }
-    }
-
-    /// Whether any unit owes a refresh.
-    #[inline]
-    pub(crate) fn any_pending(&self) -> bool {
-        self.units.iter().any(|u| u.pending)
-    }
-
-    /// Banks that regular scheduling must leave alone.
-    #[inline]
-    pub(crate) fn blocked(&self) -> u128 {
+    /// Recomputes the cached summaries from the units.
+    fn settle(&mut self) {
+        self.next_due = self.units.iter().filter(|u| !u.pending).map(|u| u.due).min().unwrap_or(u64::MAX);
+        self.pending = self.units.iter().filter(|u| u.pending).count() as u32;
         let mut m = 0;
         for u in &self.units {
             if u.pending {
@@ -112,13 +102,41 @@ impl Refresh {
                 };
             }
         }
-        m
+        self.blocked = m;
+    }
+
+    /// Marks units due at or before `cycle` as pending.
+    #[inline]
+    pub(crate) fn mark_due(&mut self, cycle: u64) {
+        if cycle < self.next_due {
+            return;
+        }
+        for u in &mut self.units {
+            if !u.pending && u.due <= cycle {
+                u.pending = true;
+                u.since = u.due;
+                u.due = u.due.saturating_add(self.interval);
+            }
+        }
+        self.settle();
+    }
+
+    /// Whether any unit owes a refresh.
+    #[inline]
+    pub(crate) fn any_pending(&self) -> bool {
+        self.pending > 0
+    }
+
+    /// Banks that regular scheduling must leave alone.
+    #[inline]
+    pub(crate) fn blocked(&self) -> u128 {
+        self.blocked
     }
 
     /// Earliest due cycle of a unit that is not already pending.
     #[inline]
     pub(crate) fn next_due(&self) -> u64 {
-        self.units.iter().filter(|u| !u.pending).map(|u| u.due).min().unwrap_or(u64::MAX)
+        self.next_due
     }
 
     /// The command unit `u` needs next and the bank index it addresses (for PREA/REFab, the
@@ -143,6 +161,7 @@ impl Refresh {
             if self.mode == RefreshMode::PerBank {
                 unit.cursor = (unit.cursor + 1) % unit.count.max(1);
             }
+            self.settle();
         }
     }
 }

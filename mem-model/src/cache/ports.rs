@@ -1,0 +1,206 @@
+//! Finding the ports that have work without looking at the others.
+//!
+//! Components with many ports keep a [`PortSet`] per kind of pending work (ports with requests
+//! arrived, ports with messages to send), so that a wake-up visits only the ports that have
+//! something to do, in ascending or round-robin order. Two levels: a word of 64 members, and a
+//! summary bit per word saying it is not empty, so finding the next member costs a few word
+//! operations for any set of up to 4096 members (one more summary word per 4096 beyond).
+//!
+//! Arrivals. A component that polled every input link on every wake-up saw, at its first wake
+//! of a tick, every message arriving in that tick, whichever delivery woke it; the engine
+//! delivers a tick's messages one wake-up each, in send order. To decide as if it had seen them
+//! all without polling, a component with many input links notes each arrival as it is
+//! delivered and acts on them once the tick's deliveries are over: at a timer of priority
+//! [`SETTLE_PRIORITY`] (right after the deliveries, which come first in their tick, before any
+//! component's own timers) or at its next wake-up of another kind, whichever comes first. A
+//! component with at most [`SCAN_LINKS`] input links polls them instead when a delivery wakes
+//! it: a few peeks cost less than a timer.
+
+use sim_core::{LinkId, Priority};
+
+/// Timer token of the timer that acts on a tick's arrivals.
+pub const SETTLE: u64 = u64::MAX;
+/// Priority of that timer: after every delivery of its tick, before the components' own timers.
+pub const SETTLE_PRIORITY: Priority = Priority(Priority::DELIVERY.0 + 1);
+/// Input links a component polls when a delivery wakes it, at most.
+pub const SCAN_LINKS: usize = 8;
+
+/// What each of a component's links is to it, found by link id. The table spans only the
+/// component's own link ids (usually a handful of neighbours), so it stays small and warm
+/// however many links the engine has.
+#[derive(Debug, Clone)]
+pub struct LinkRoles<R> {
+    base: usize,
+    roles: Vec<R>,
+    other: R,
+}
+
+impl<R: Copy> LinkRoles<R> {
+    /// Roles of `links`; any other link is `other`.
+    pub fn new(links: &[(LinkId, R)], other: R) -> Self {
+        let base = links.iter().map(|(l, _)| l.index()).min().unwrap_or(0);
+        let end = links.iter().map(|(l, _)| l.index() + 1).max().unwrap_or(0);
+        let mut roles = vec![other; end.saturating_sub(base)];
+        for &(l, r) in links {
+            roles[l.index() - base] = r;
+        }
+        Self { base, roles, other }
+    }
+
+    /// The role of `link`.
+    #[inline]
+    pub fn get(&self, link: LinkId) -> R {
+        link.index().checked_sub(self.base).and_then(|i| self.roles.get(i)).copied().unwrap_or(self.other)
+    }
+}
+
+/// A set of integers below a fixed bound.
+#[derive(Debug, Clone, Default)]
+pub struct PortSet {
+    words: Vec<u64>,
+    /// Bit `i % 64` of `summary[i / 64]`: `words[i]` is not zero.
+    summary: Vec<u64>,
+    len: usize,
+}
+
+impl PortSet {
+    /// An empty set of integers below `n`.
+    pub fn new(n: usize) -> Self {
+        let words = n.div_ceil(64).max(1);
+        Self { words: vec![0; words], summary: vec![0; words.div_ceil(64)], len: 0 }
+    }
+
+    /// Whether there is no member.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `i`.
+    #[inline]
+    pub fn insert(&mut self, i: usize) {
+        let (w, b) = (i / 64, 1u64 << (i % 64));
+        let word = &mut self.words[w];
+        if *word & b == 0 {
+            if *word == 0 {
+                self.summary[w / 64] |= 1 << (w % 64);
+            }
+            *word |= b;
+            self.len += 1;
+        }
+    }
+
+    /// Removes `i`.
+    #[inline]
+    pub fn remove(&mut self, i: usize) {
+        let (w, b) = (i / 64, 1u64 << (i % 64));
+        let word = &mut self.words[w];
+        if *word & b != 0 {
+            *word &= !b;
+            if *word == 0 {
+                self.summary[w / 64] &= !(1 << (w % 64));
+            }
+            self.len -= 1;
+        }
+    }
+
+    /// Adds every member of `other` (a set of the same bound).
+    pub fn union_with(&mut self, other: &PortSet) {
+        for (s, &o) in other.summary.iter().enumerate() {
+            let mut bits = o;
+            while bits != 0 {
+                let w = s * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let added = other.words[w] & !self.words[w];
+                if added != 0 {
+                    self.words[w] |= added;
+                    self.summary[s] |= 1 << (w % 64);
+                    self.len += added.count_ones() as usize;
+                }
+            }
+        }
+    }
+
+    /// The smallest member at or above `from`, if any.
+    #[inline]
+    pub fn next_from(&self, from: usize) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let w = from / 64;
+        let word = *self.words.get(w)? & (u64::MAX << (from % 64));
+        if word != 0 {
+            return Some(w * 64 + word.trailing_zeros() as usize);
+        }
+        self.next_word_from(w + 1)
+    }
+
+    /// The smallest member of the first non-empty word at or after word `w`, from the summary.
+    fn next_word_from(&self, w: usize) -> Option<usize> {
+        let mut s = w / 64;
+        let mut bits = *self.summary.get(s)? & (u64::MAX << (w % 64));
+        loop {
+            if bits != 0 {
+                let w = s * 64 + bits.trailing_zeros() as usize;
+                return Some(w * 64 + self.words[w].trailing_zeros() as usize);
+            }
+            s += 1;
+            bits = *self.summary.get(s)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn members(s: &PortSet) -> Vec<usize> {
+        let (mut got, mut at) = (vec![], 0);
+        while let Some(i) = s.next_from(at) {
+            got.push(i);
+            at = i + 1;
+        }
+        got
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_a_btreeset(
+            n in 1usize..10_000,
+            ops in prop::collection::vec((any::<bool>(), any::<u32>()), 0..400),
+            probes in prop::collection::vec(any::<u32>(), 1..40),
+        ) {
+            let mut s = PortSet::new(n);
+            let mut model = BTreeSet::new();
+            for (add, x) in ops {
+                let i = x as usize % n;
+                if add {
+                    s.insert(i);
+                    model.insert(i);
+                } else {
+                    s.remove(i);
+                    model.remove(&i);
+                }
+                prop_assert_eq!(s.is_empty(), model.is_empty());
+            }
+            for p in probes {
+                let from = p as usize % (n + 1);
+                prop_assert_eq!(s.next_from(from), model.range(from..).next().copied());
+            }
+            let mut other = PortSet::new(n);
+            for i in (0..n).step_by(7) {
+                other.insert(i);
+                model.insert(i);
+            }
+            s.union_with(&other);
+            prop_assert_eq!(members(&s), model.iter().copied().collect::<Vec<_>>());
+            for i in model.iter().copied().collect::<Vec<_>>() {
+                s.remove(i);
+            }
+            prop_assert!(s.is_empty());
+            prop_assert_eq!(s.next_from(0), None);
+        }
+    }
+}
