@@ -54,11 +54,15 @@ impl<R: Copy> LinkRoles<R> {
     }
 }
 
-/// A set of integers below a fixed bound.
+/// A set of integers below a fixed bound. Members below 64 sit in the set itself (most
+/// components have fewer ports than that); the others in words behind a summary.
 #[derive(Debug, Clone, Default)]
 pub struct PortSet {
-    words: Vec<u64>,
-    /// Bit `i % 64` of `summary[i / 64]`: `words[i]` is not zero.
+    /// Members below 64.
+    low: u64,
+    /// Members from 64 on: bit `i % 64` of `high[i / 64 - 1]`.
+    high: Vec<u64>,
+    /// Bit `k % 64` of `summary[k / 64]`: `high[k]` is not zero.
     summary: Vec<u64>,
     len: usize,
 }
@@ -66,8 +70,8 @@ pub struct PortSet {
 impl PortSet {
     /// An empty set of integers below `n`.
     pub fn new(n: usize) -> Self {
-        let words = n.div_ceil(64).max(1);
-        Self { words: vec![0; words], summary: vec![0; words.div_ceil(64)], len: 0 }
+        let high = n.saturating_sub(64).div_ceil(64);
+        Self { low: 0, high: vec![0; high], summary: vec![0; high.div_ceil(64)], len: 0 }
     }
 
     /// Whether there is no member.
@@ -79,11 +83,19 @@ impl PortSet {
     /// Adds `i`.
     #[inline]
     pub fn insert(&mut self, i: usize) {
-        let (w, b) = (i / 64, 1u64 << (i % 64));
-        let word = &mut self.words[w];
+        let b = 1u64 << (i % 64);
+        if i < 64 {
+            if self.low & b == 0 {
+                self.low |= b;
+                self.len += 1;
+            }
+            return;
+        }
+        let k = i / 64 - 1;
+        let word = &mut self.high[k];
         if *word & b == 0 {
             if *word == 0 {
-                self.summary[w / 64] |= 1 << (w % 64);
+                self.summary[k / 64] |= 1 << (k % 64);
             }
             *word |= b;
             self.len += 1;
@@ -93,12 +105,20 @@ impl PortSet {
     /// Removes `i`.
     #[inline]
     pub fn remove(&mut self, i: usize) {
-        let (w, b) = (i / 64, 1u64 << (i % 64));
-        let word = &mut self.words[w];
+        let b = 1u64 << (i % 64);
+        if i < 64 {
+            if self.low & b != 0 {
+                self.low &= !b;
+                self.len -= 1;
+            }
+            return;
+        }
+        let k = i / 64 - 1;
+        let word = &mut self.high[k];
         if *word & b != 0 {
             *word &= !b;
             if *word == 0 {
-                self.summary[w / 64] &= !(1 << (w % 64));
+                self.summary[k / 64] &= !(1 << (k % 64));
             }
             self.len -= 1;
         }
@@ -106,15 +126,17 @@ impl PortSet {
 
     /// Adds every member of `other` (a set of the same bound).
     pub fn union_with(&mut self, other: &PortSet) {
+        self.len += (other.low & !self.low).count_ones() as usize;
+        self.low |= other.low;
         for (s, &o) in other.summary.iter().enumerate() {
             let mut bits = o;
             while bits != 0 {
-                let w = s * 64 + bits.trailing_zeros() as usize;
+                let k = s * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let added = other.words[w] & !self.words[w];
+                let added = other.high[k] & !self.high[k];
                 if added != 0 {
-                    self.words[w] |= added;
-                    self.summary[s] |= 1 << (w % 64);
+                    self.high[k] |= added;
+                    self.summary[s] |= 1 << (k % 64);
                     self.len += added.count_ones() as usize;
                 }
             }
@@ -127,22 +149,30 @@ impl PortSet {
         if self.len == 0 {
             return None;
         }
-        let w = from / 64;
-        let word = *self.words.get(w)? & (u64::MAX << (from % 64));
-        if word != 0 {
-            return Some(w * 64 + word.trailing_zeros() as usize);
+        let mask = u64::MAX << (from % 64);
+        if from < 64 {
+            let word = self.low & mask;
+            if word != 0 {
+                return Some(word.trailing_zeros() as usize);
+            }
+            return self.next_high_from(0);
         }
-        self.next_word_from(w + 1)
+        let k = from / 64 - 1;
+        let word = *self.high.get(k)? & mask;
+        if word != 0 {
+            return Some((k + 1) * 64 + word.trailing_zeros() as usize);
+        }
+        self.next_high_from(k + 1)
     }
 
-    /// The smallest member of the first non-empty word at or after word `w`, from the summary.
-    fn next_word_from(&self, w: usize) -> Option<usize> {
-        let mut s = w / 64;
-        let mut bits = *self.summary.get(s)? & (u64::MAX << (w % 64));
+    /// The smallest member in the first non-empty high word at or after word `k`.
+    fn next_high_from(&self, k: usize) -> Option<usize> {
+        let mut s = k / 64;
+        let mut bits = *self.summary.get(s)? & (u64::MAX << (k % 64));
         loop {
             if bits != 0 {
-                let w = s * 64 + bits.trailing_zeros() as usize;
-                return Some(w * 64 + self.words[w].trailing_zeros() as usize);
+                let k = s * 64 + bits.trailing_zeros() as usize;
+                return Some((k + 1) * 64 + self.high[k].trailing_zeros() as usize);
             }
             s += 1;
             bits = *self.summary.get(s)?;
