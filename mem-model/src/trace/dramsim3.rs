@@ -14,12 +14,11 @@
 //! 0x2040 WRITE 12
 //! ```
 
-use super::error::{ParseProblem, TraceError};
-use super::lines::{Lines, parse_dec, parse_hex};
-use super::{Position, TimeBase, TraceRecord, TraceSource};
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
-use std::path::Path;
+use super::error::ParseProblem;
+use super::lines::{parse_dec, parse_hex};
+use super::text::{TextFormat, TextReader};
+use super::{TimeBase, TraceRecord};
+use std::io::{self, Write};
 
 /// What a line looks like, for messages.
 const SYNTAX: &str = "ADDR READ|WRITE CYCLE";
@@ -61,41 +60,18 @@ pub fn write_record<W: Write>(w: &mut W, rec: &TraceRecord) -> io::Result<()> {
     writeln!(w, "{:#x} {kind} {}", rec.addr, rec.time)
 }
 
+/// The DramSim3 text format.
+pub struct DramSim3;
+
+impl TextFormat for DramSim3 {
+    const TIME_BASE: TimeBase = TimeBase::MemoryCycles;
+    fn parse_line(line: &str) -> Result<TraceRecord, ParseProblem> {
+        parse_line(line)
+    }
+}
+
 /// A streaming reader of DRAMsim3 traces.
-pub struct DramSim3Reader<R> {
-    lines: Lines<R>,
-}
-
-impl DramSim3Reader<BufReader<File>> {
-    /// Opens the trace at `path` (named by that path in messages).
-    pub fn open(path: &Path) -> Result<Self, TraceError> {
-        let name = path.display().to_string();
-        let file = File::open(path).map_err(|io| TraceError::io(&name, &io))?;
-        Ok(Self::new(BufReader::new(file), &name))
-    }
-}
-
-impl<R: BufRead> DramSim3Reader<R> {
-    /// Reads a trace from `reader`, named `name` in messages.
-    pub fn new(reader: R, name: &str) -> Self {
-        Self { lines: Lines::new(reader, name.to_owned()) }
-    }
-}
-
-impl<R: BufRead> TraceSource for DramSim3Reader<R> {
-    fn next_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
-        self.lines.next_with(parse_line)
-    }
-    fn time_base(&self) -> TimeBase {
-        TimeBase::MemoryCycles
-    }
-    fn name(&self) -> &str {
-        self.lines.name()
-    }
-    fn position(&self) -> Position {
-        Position::Line(self.lines.line())
-    }
-}
+pub type DramSim3Reader<R> = TextReader<R, DramSim3>;
 
 #[cfg(test)]
 mod tests {

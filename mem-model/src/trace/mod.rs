@@ -22,6 +22,7 @@ pub mod error;
 pub mod generator;
 mod lines;
 pub mod ramulator;
+pub mod text;
 
 pub use binary::{BinaryReader, BinaryWriter};
 pub use dramsim3::DramSim3Reader;
@@ -29,6 +30,7 @@ pub use driver::{DriverBuildError, DriverConfig, DriverReport, Pacing, TraceDriv
 pub use error::{Origin, ParseProblem, TraceError};
 pub use generator::{Generator, GeneratorConfig, Pattern};
 pub use ramulator::RamulatorReader;
+pub use text::{TextFormat, TextReader};
 
 use std::fmt;
 use std::path::Path;
