@@ -11,7 +11,7 @@ use crate::dram::error::DramError;
 use crate::dram::expr::{self, ExprError};
 use crate::dram::mapping::{AddressMapping, MappingGeometry, MappingScheme};
 use crate::dram::preset::{ConstraintPreset, DramPreset};
-use sim_core::{Bandwidth, Clock, Frequency, PS_PER_SECOND, TimeSpan, TransferRate};
+use sim_core::{Bandwidth, ByteSize, Clock, Frequency, PS_PER_SECOND, TimeSpan, TransferRate};
 use std::collections::BTreeMap;
 
 /// Geometry of the whole memory.
@@ -173,6 +173,19 @@ fn invalid(what: impl Into<String>, reason: impl Into<String>) -> DramError {
     DramError::Invalid { what: what.into(), reason: reason.into() }
 }
 
+/// How many bursts of `burst_bytes` make up `size`: a positive whole number, or an error naming
+/// the preset key `what`.
+fn whole_bursts(what: &str, size: ByteSize, burst_bytes: u64) -> Result<u32, DramError> {
+    let bytes = size.bytes();
+    if bytes == 0 || !bytes.is_multiple_of(burst_bytes) {
+        return Err(invalid(
+            what,
+            format!("{size} must be a positive multiple of the {burst_bytes} B burst"),
+        ));
+    }
+    u32::try_from(bytes / burst_bytes).map_err(|_| invalid(what, "too many bursts"))
+}
+
 /// Evaluates a latency expression, turning expression errors into [`DramError`]s.
 fn latency(context: &str, text: &str, timings: &BTreeMap<String, u64>) -> Result<u64, DramError> {
     expr::eval(text, timings).map_err(|e| match e {
@@ -232,14 +245,7 @@ impl DramSpec {
         }
         let burst_bytes = bits / 8;
         let row_bytes = o.row_bytes.bytes();
-        if row_bytes == 0 || !row_bytes.is_multiple_of(burst_bytes) {
-            return Err(invalid(
-                "organization.row_bytes",
-                format!("{} must be a positive multiple of the {burst_bytes} B burst", o.row_bytes),
-            ));
-        }
-        let columns = u32::try_from(row_bytes / burst_bytes)
-            .map_err(|_| invalid("organization.row_bytes", "too many bursts per row"))?;
+        let columns = whole_bursts("organization.row_bytes", o.row_bytes, burst_bytes)?;
         let org = Organization {
             stacks,
             channels_per_stack,
@@ -365,14 +371,7 @@ impl DramSpec {
         // Mapping.
         let scheme = MappingScheme::from_name(&c.mapping)?;
         let interleave_bytes = c.interleave.bytes();
-        if interleave_bytes == 0 || !interleave_bytes.is_multiple_of(burst_bytes) {
-            return Err(invalid(
-                "controller.interleave",
-                format!("{} must be a positive multiple of the {burst_bytes} B burst", c.interleave),
-            ));
-        }
-        let interleave_bursts = u32::try_from(interleave_bytes / burst_bytes)
-            .map_err(|_| invalid("controller.interleave", "too large"))?;
+        let interleave_bursts = whole_bursts("controller.interleave", c.interleave, burst_bytes)?;
         let geometry = MappingGeometry {
             channels,
             pseudo_channels,
