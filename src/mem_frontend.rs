@@ -530,6 +530,9 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
         |name: &str| LinkSpec { name: name.into(), clock: preset.clock, latency_cycles: 1, capacity: 64 };
     let req = e.connect(drv, mem, link("driver.req"))?;
     let resp = e.connect(mem, drv, link("driver.resp"))?;
+    // The driver and both memory models drain their input on every wake.
+    e.coalesce_arrivals(req)?;
+    e.coalesce_arrivals(resp)?;
     let driver = TraceDriver::new("driver", cfg, src, req, resp, e.stats_mut())?;
     e.install(drv, Node::Driver(driver))?;
     let memory_err = |m: String| MemRunError::Memory { file: preset.file.display().to_string(), message: m };

@@ -396,6 +396,10 @@ pub fn run(
         ),
     };
     e.install(mem, memory)?;
+    // Both memory models drain every arrived request when woken: one wake per cycle's batch.
+    for &(req, _) in wiring.ports(mem) {
+        e.coalesce_arrivals(req)?;
+    }
 
     let summary = e.run(Some(max_time));
     // A fault stops its component, which the engine then sees as a stall: report the fault.

@@ -220,6 +220,14 @@ impl<M> Ctx<'_, M> {
         let arrival = l.arrival(now);
         l.fifo.push_back((arrival, msg));
         l.sent += 1;
+        // A coalescing link's wake for this tick is already pending when an earlier message
+        // arrives at the same tick (arrivals lie in the future, so it cannot have fired yet).
+        if l.coalesce {
+            if l.last_wake == arrival {
+                return Ok(());
+            }
+            l.last_wake = arrival;
+        }
         let to = l.to;
         self.kernel.push(arrival, Priority::DELIVERY, to, Wake::Arrival(link));
         Ok(())
@@ -279,6 +287,9 @@ pub enum EngineError {
     /// A component id does not belong to this engine or is already filled.
     #[error("component slot {0} does not exist or is already installed")]
     BadSlot(u32),
+    /// A link id does not belong to this engine.
+    #[error("link {0} does not exist in this engine")]
+    UnknownLink(u32),
     /// The run stopped because nothing could move.
     #[error(transparent)]
     Stall(#[from] StallError),
@@ -372,6 +383,19 @@ impl<C: Component> Engine<C> {
         Ok(LinkId(self.kernel.links.len() as u32 - 1))
     }
 
+    /// Makes `link` coalesce arrivals: messages arriving at the same tick share one
+    /// [`Wake::Arrival`], so its receiver must drain every arrived message when woken (with
+    /// [`Ctx::recv`] until it returns `None`). Fails for a link this engine does not have.
+    pub fn coalesce_arrivals(&mut self, link: LinkId) -> Result<(), EngineError> {
+        match self.kernel.links.get_mut(link.index()) {
+            Some(l) => {
+                l.coalesce = true;
+                Ok(())
+            }
+            None => Err(EngineError::UnknownLink(link.0)),
+        }
+    }
+
     /// The statistics registry (register stat names here while building the model).
     pub fn stats_mut(&mut self) -> &mut Stats {
         &mut self.kernel.stats
@@ -400,6 +424,11 @@ impl<C: Component> Engine<C> {
     /// A component, for reading its results after a run.
     pub fn component(&self, id: ComponentId) -> Option<&C> {
         self.components.get(id.index()).and_then(Option::as_ref)
+    }
+
+    /// A component, mutably, for configuring it between runs (turning on a trace, say).
+    pub fn component_mut(&mut self, id: ComponentId) -> Option<&mut C> {
+        self.components.get_mut(id.index()).and_then(Option::as_mut)
     }
 
     /// Snapshots of every link.

@@ -2,7 +2,12 @@
 //!
 //! A link is a FIFO from one component to another with a fixed latency of at least one cycle of
 //! its clock (`latency` periods, rounded up to whole picoseconds, so a message sent on an edge
-//! never arrives before the edge `latency` cycles later) and a capacity in messages. A message occupies the link from the tick it is sent
+//! never arrives before the edge `latency` cycles later) and a capacity in messages.
+//!
+//! Each message normally wakes its receiver once. A link may instead *coalesce* arrivals
+//! ([`crate::Engine::coalesce_arrivals`]): messages that arrive at the same tick then share one
+//! wake, which spares an event per message when a component answers many requests in one cycle;
+//! its receiver must take every arrived message when it is woken. A message occupies the link from the tick it is sent
 //! until the receiver pops it, so a receiver that stops popping back-pressures its sender: a send
 //! into a full link is refused and the sender is woken (with [`crate::Wake::Space`]) as soon as
 //! the receiver frees a slot. Latency is constant, so messages arrive in the order they were
@@ -78,6 +83,10 @@ pub(crate) struct LinkState<M> {
     pub(crate) sender_waiting: bool,
     pub(crate) sent: u64,
     pub(crate) refused: u64,
+    /// Whether messages arriving at the same tick share one [`crate::Wake::Arrival`].
+    pub(crate) coalesce: bool,
+    /// The tick of the last arrival wake scheduled (coalescing links only).
+    pub(crate) last_wake: Tick,
 }
 
 impl<M> LinkState<M> {
@@ -98,6 +107,8 @@ impl<M> LinkState<M> {
             sender_waiting: false,
             sent: 0,
             refused: 0,
+            coalesce: false,
+            last_wake: Tick::MAX,
         })
     }
 

@@ -180,3 +180,74 @@ fn bad_links_and_missing_components_are_errors() {
     assert_eq!(err.to_string(), "link empty: capacity must be at least 1 message");
     assert_eq!(e.run(None).unwrap_err(), EngineError::Missing(0));
 }
+
+/// Sends `per_tick` messages at each of ticks 0, 1000 and 1001; or drains its input and counts
+/// its arrival wakes.
+enum Burst {
+    Sender { out: LinkId, per_tick: u64 },
+    Drainer { inp: LinkId, wakes: u64, got: Vec<u64> },
+}
+
+impl Component for Burst {
+    type Msg = u64;
+    fn name(&self) -> &str {
+        "burst"
+    }
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, u64>) {
+        match self {
+            Burst::Sender { out, per_tick } => {
+                if matches!(why, Wake::Start) {
+                    ctx.schedule_at(1000, Priority::DEFAULT, 0);
+                    ctx.schedule_at(1001, Priority::DEFAULT, 0);
+                }
+                for i in 0..*per_tick {
+                    ctx.send(*out, ctx.now() * 100 + i).unwrap();
+                }
+            }
+            Burst::Drainer { inp, wakes, got } => {
+                if matches!(why, Wake::Arrival(_)) {
+                    *wakes += 1;
+                }
+                while let Some(m) = ctx.recv(*inp) {
+                    got.push(m);
+                }
+            }
+        }
+    }
+}
+
+fn burst_run(coalesce: bool) -> (u64, Vec<u64>, u64) {
+    let mut e = Engine::new();
+    let s = e.reserve();
+    let d = e.reserve();
+    let l = e.connect(s, d, spec("burst", 1, 64)).unwrap();
+    if coalesce {
+        e.coalesce_arrivals(l).unwrap();
+    }
+    e.install(s, Burst::Sender { out: l, per_tick: 5 }).unwrap();
+    e.install(d, Burst::Drainer { inp: l, wakes: 0, got: vec![] }).unwrap();
+    let summary = e.run(None).unwrap();
+    let Some(Burst::Drainer { wakes, got, .. }) = e.component(d) else { panic!("drainer") };
+    (*wakes, got.clone(), summary.events)
+}
+
+#[test]
+fn coalescing_links_wake_once_per_arrival_tick_and_lose_nothing() {
+    let (plain_wakes, plain_got, plain_events) = burst_run(false);
+    let (wakes, got, events) = burst_run(true);
+    assert_eq!(plain_wakes, 15, "one wake per message by default");
+    assert_eq!(wakes, 3, "one wake per arrival tick (0, 1000 and 1001 plus the latency)");
+    assert_eq!(got, plain_got, "the same messages in the same order");
+    assert_eq!(got.len(), 15);
+    assert_eq!(plain_events - events, 12);
+}
+
+#[test]
+fn coalescing_an_unknown_link_is_an_error() {
+    let mut e: Engine<Burst> = Engine::new();
+    let a = e.reserve();
+    let l = e.connect(a, a, spec("self", 1, 1)).unwrap();
+    assert!(e.coalesce_arrivals(l).is_ok());
+    let mut other: Engine<Burst> = Engine::new();
+    assert!(matches!(other.coalesce_arrivals(l), Err(EngineError::UnknownLink(0))));
+}

@@ -249,6 +249,10 @@ pub fn build(spec: &DramSpec, cfg: BenchConfig) -> Result<Engine<Node>, BenchErr
     };
     let req = e.connect(gen_id, mem_id, link("bench.req"))?;
     let resp = e.connect(mem_id, gen_id, link("bench.resp"))?;
+    // Both ends drain their input on every wake: a cycle's requests (and a cycle's answers)
+    // cost one event, as they would between components that exchange them in batches.
+    e.coalesce_arrivals(req)?;
+    e.coalesce_arrivals(resp)?;
     let mem = Dram::new("mem", spec, &[(req, resp)], e.stats_mut())?;
     let requester = Requester {
         req,
