@@ -91,13 +91,45 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
             return Err(doc.error_at(&at(&format!("core.latency_cycles.{key}")), "must be at least 1 cycle"));
         }
     }
-    let core = CoreConfig {
+    let preset = CoreConfig::neoverse_v2_like(clock);
+    let mut core = CoreConfig {
         clock,
         issue_width: c.issue_width,
         max_outstanding: c.max_outstanding,
         line_bytes: line,
         latency: l,
+        ..preset
     };
+    for (value, key, field) in [
+        (c.rob_entries, "rob_entries", &mut core.rob_entries),
+        (c.lq_entries, "lq_entries", &mut core.lq_entries),
+        (c.sq_entries, "sq_entries", &mut core.sq_entries),
+        (c.retire_width, "retire_width", &mut core.retire_width),
+    ] {
+        if let Some(v) = value {
+            if v == 0 {
+                return Err(doc.error_at(&at(&format!("core.{key}")), "must be at least 1"));
+            }
+            *field = v;
+        }
+    }
+    if let Some(p) = c.mispredict_penalty {
+        core.mispredict_penalty = p;
+    }
+    if let Some(fu) = c.functional_units {
+        for (v, key) in [
+            (fu.alu, "alu"),
+            (fu.muldiv, "muldiv"),
+            (fu.vector, "vector"),
+            (fu.load, "load"),
+            (fu.store, "store"),
+        ] {
+            if !(1..=64).contains(&v) {
+                return Err(doc.error_at(&at(&format!("core.functional_units.{key}")), "must be 1 to 64"));
+            }
+        }
+        core.fu = fu;
+    }
     let access_unit = match required(doc, at("access_unit"), &s.access_unit)? {
         AccessUnitSetting::None => None,
         AccessUnitSetting::Unit(a) => {
@@ -114,17 +146,39 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
             if a.storage.bytes() < 64 {
                 return Err(doc.error_at(&at("access_unit.storage"), "must be at least 64B"));
             }
-            Some(AccessUnitSpec {
-                unit: AccessUnitConfig {
-                    clock,
-                    storage: a.storage,
-                    max_outstanding: a.max_outstanding,
-                    line_bytes: line,
-                    requests_per_cycle: a.requests_per_cycle,
-                    events_per_cycle: a.events_per_cycle,
-                },
-                outq_entries: a.outq_entries,
-            })
+            let mut unit = AccessUnitConfig {
+                clock,
+                storage: a.storage,
+                max_outstanding: a.max_outstanding,
+                line_bytes: line,
+                requests_per_cycle: a.requests_per_cycle,
+                events_per_cycle: a.events_per_cycle,
+                ..AccessUnitConfig::tmu_like(clock)
+            };
+            for (value, key, field, max) in [
+                (a.lanes, "lanes", &mut unit.lanes, 64),
+                (a.layers, "layers", &mut unit.layers, 8),
+                (a.outq_chunk_entries, "outq_chunk_entries", &mut unit.outq_chunk_entries, 1 << 16),
+                (a.outq_chunks, "outq_chunks", &mut unit.outq_chunks, 64),
+            ] {
+                if let Some(v) = value {
+                    if !(1..=max).contains(&v) {
+                        return Err(
+                            doc.error_at(&at(&format!("access_unit.{key}")), format!("must be 1 to {max}"))
+                        );
+                    }
+                    *field = v;
+                }
+            }
+            if let Some(f) = a.outq_flush_cycles {
+                unit.outq_flush_cycles = f;
+            }
+            if u64::from(unit.lanes) > a.storage.bytes() / 64 {
+                return Err(
+                    doc.error_at(&at("access_unit.lanes"), "leaves less than 64 B of storage per lane")
+                );
+            }
+            Some(AccessUnitSpec { unit, outq_entries: a.outq_entries })
         }
     };
     let m = required(doc, at("memory"), &s.memory)?;
@@ -220,9 +274,12 @@ impl Experiment {
             };
             systems.push((s.name.clone(), plan));
         }
-        for (i, w) in file.workload.iter().enumerate() {
-            w.validate()
+        let mut file = file;
+        for i in 0..file.workload.len() {
+            file.workload[i] = file.workload[i]
+                .resolved()
                 .map_err(|e| doc.error_at(&format!("workload[{i}].{}", e.field), e.message.clone()))?;
+            let w = &file.workload[i];
             if file.workload[..i].iter().any(|o| o.name == w.name) {
                 return Err(doc.error_at(&format!("workload[{i}].name"), "two workloads have this name"));
             }
@@ -273,10 +330,13 @@ pub struct Measured {
     pub events: u64,
     /// Every statistic (cycle-level runs).
     pub stats: Option<serde_json::Value>,
+    /// Memory-level parallelism and latency profile (cycle-level runs).
+    pub mlp: Option<MlpProfile>,
 }
 
-fn measured(r: RunResult) -> Measured {
+fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
     let h = &r.lookup_latency;
+    let mlp = Some(MlpProfile::of(sys, &r));
     Measured {
         time: r.sim_time,
         lookups: r.lookups,
@@ -285,6 +345,80 @@ fn measured(r: RunResult) -> Measured {
         verified: Some(r.verified),
         events: r.events,
         stats: Some(r.stats),
+        mlp,
+    }
+}
+
+/// Upper edges of the lookup-latency histogram's bins, in multiples of the L1D hit latency
+/// (the last bin is open): log-spaced, so the paper's 10x and 100x marks are bin edges.
+pub const LATENCY_BIN_EDGES: [u64; 9] = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+
+/// How a cycle-level run used the memory system: lookup latency in multiples of the L1D hit
+/// latency (the paper's Fig. 3), lookups in flight and HBM utilization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MlpProfile {
+    /// The latency unit: the L1D hit latency in ps (one core cycle without an L1D).
+    pub unit_ps: u64,
+    /// What the unit is ("L1D hit" or "core cycle").
+    pub unit: &'static str,
+    /// Fraction of lookups per bin: `<= 1x`, `1-2x`, ..., `> 500x` ([`LATENCY_BIN_EDGES`]).
+    pub bins: Vec<f64>,
+    /// Fraction of lookups slower than 10 and than 100 units.
+    pub above_10x: f64,
+    /// See `above_10x`.
+    pub above_100x: f64,
+    /// Mean lookup latency in units.
+    pub mean_units: f64,
+    /// Lookups in flight per core, averaged over the run (sum of latencies / run time / cores;
+    /// Little's law, exact for the run's average).
+    pub in_flight_per_core: f64,
+    /// Memory bandwidth used over the run as a fraction of the memory's peak.
+    pub hbm_utilization: f64,
+    /// The same per core (`hbm_utilization / cores`).
+    pub hbm_utilization_per_core: f64,
+}
+
+impl MlpProfile {
+    fn of(sys: &DaeSystem, r: &RunResult) -> MlpProfile {
+        let cycle = sys.core.clock.cycles_to_ticks(1).max(1);
+        let (unit_ps, unit) = match &sys.caches.l1d {
+            Some(l1) => (cycle * l1.hit_latency_cycles.max(1), "L1D hit"),
+            None => (cycle, "core cycle"),
+        };
+        let h = &r.lookup_latency;
+        let total = h.len().max(1) as f64;
+        let above = |units: u64| {
+            let edge = units * unit_ps;
+            h.count_between(edge + 1, u64::MAX) as f64 / total
+        };
+        let mut bins = Vec::with_capacity(LATENCY_BIN_EDGES.len() + 1);
+        let mut below = 0.0;
+        for &e in &LATENCY_BIN_EDGES {
+            let upto = 1.0 - above(e);
+            bins.push(upto - below);
+            below = upto;
+        }
+        bins.push(1.0 - below);
+        let time = r.sim_time.max(1) as f64;
+        let latency_sum = h.mean() * h.len() as f64;
+        let peak = match &sys.memory {
+            MemoryPlan::Simple(c) => c.bandwidth.bytes_per_second() as f64,
+            MemoryPlan::Dram(spec) => spec.peak_bandwidth().bytes_per_second() as f64,
+        };
+        let achieved = r.bytes as f64 * PS_PER_SECOND as f64 / time;
+        let hbm_utilization = if peak > 0.0 { achieved / peak } else { 0.0 };
+        let cores = f64::from(sys.cores.max(1));
+        MlpProfile {
+            unit_ps,
+            unit,
+            bins,
+            above_10x: above(10),
+            above_100x: above(100),
+            mean_units: h.mean() / unit_ps as f64,
+            in_flight_per_core: latency_sum / time / cores,
+            hbm_utilization,
+            hbm_utilization_per_core: hbm_utilization / cores,
+        }
     }
 }
 
@@ -303,16 +437,17 @@ pub fn run_pair(
                 target: if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly },
                 cores: sys.cores,
                 vector_lanes: sys.vector_lanes,
+                au_lanes: sys.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
             };
             let compiled: CompiledWorkload =
                 compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
             crate::system::run(sys, &compiled, reference, max_sim_time, seeds)
-                .map(measured)
+                .map(|r| measured(sys, r))
                 .map_err(|e| e.to_string())
         }
         SystemPlan::Gpu(cfg) => {
             let shape = GatherShape {
-                lookups: spec.lookups(),
+                lookups: inst.indices.len() as u64,
                 distinct_rows: crate::gpu::distinct_rows(spec, inst),
                 row_bytes: spec.row_bytes(),
                 bags: spec.bags(),
@@ -320,12 +455,13 @@ pub fn run_pair(
             let e = gpu_model::estimate(cfg, &shape);
             Ok(Measured {
                 time: e.time,
-                lookups: spec.lookups(),
+                lookups: inst.indices.len() as u64,
                 bytes: e.dram_bytes,
                 latency: (e.latency, e.latency, e.latency as f64),
                 verified: None,
                 events: 0,
                 stats: None,
+                mlp: None,
             })
         }
     }

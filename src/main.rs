@@ -79,6 +79,9 @@ struct CompileArgs {
     /// f32 lanes per vector register.
     #[arg(long, default_value_t = 16)]
     lanes: u32,
+    /// Access-unit lanes: a bag's lookups advance in lockstep over them (1: single-lane).
+    #[arg(long, default_value_t = 8)]
+    au_lanes: u32,
     /// Seed of the workload's indices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -232,12 +235,13 @@ fn run(args: &RunArgs) -> Result<bool> {
 fn compile(args: &CompileArgs) -> Result<()> {
     let doc = Document::load(&args.workload)?;
     let spec: compiler::WorkloadSpec = doc.deserialize()?;
-    spec.validate().map_err(|e| doc.error_at(e.field, e.message.clone()))?;
+    let spec = spec.resolved().map_err(|e| doc.error_at(e.field, e.message.clone()))?;
     let inst = compiler::EmbeddingBagInstance::generate(&spec, &SeedTree::new(args.seed));
     let target = compiler::TargetInfo {
         target: if args.core_only { compiler::Target::CoreOnly } else { compiler::Target::Decoupled },
         cores: args.cores,
         vector_lanes: args.lanes,
+        au_lanes: args.au_lanes,
     };
     let compiled = compiler::compile(&spec, inst, target)?;
     let job = compiled

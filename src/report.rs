@@ -4,7 +4,7 @@
 //! give a byte-identical file. It is written to a temporary file and renamed into place, so an
 //! interrupted run never leaves a truncated one.
 
-use crate::experiment::{Experiment, Outcome};
+use crate::experiment::{Experiment, LATENCY_BIN_EDGES, Measured, MlpProfile, Outcome};
 use serde_json::{Value, json};
 use sim_core::PS_PER_SECOND;
 use std::fmt::Write;
@@ -77,25 +77,86 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
                     None => "n/a".into(),
                 });
             }
-            Err(e) => {
-                r.push(format!("FAILED: {}", e.lines().next().unwrap_or("")));
+            Err(_) => {
+                // The reason goes below the table, where a long message cannot widen a column.
+                r.push("FAILED".into());
                 r.extend(std::iter::repeat_n(String::new(), 6));
             }
         }
         rows.push(r);
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| rows.iter().map(|r| r.get(c).map_or(0, |s| s.len())).max().unwrap_or(0))
-        .collect();
+    let mut t = layout(&rows);
+    for o in all {
+        if let Err(e) = &o.result {
+            let _ = writeln!(t, "FAILED {} on {}: {}", o.workload, o.system, e.lines().next().unwrap_or(""));
+        }
+    }
+    t.push_str(&mlp_table(all));
+    t
+}
+
+/// Lays out `rows` (the first is the header) in aligned columns.
+fn layout(rows: &[Vec<String>]) -> String {
+    let cols = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> =
+        (0..cols).map(|c| rows.iter().map(|r| r.get(c).map_or(0, |s| s.len())).max().unwrap_or(0)).collect();
     let mut t = String::new();
     for (i, r) in rows.iter().enumerate() {
         let cells: Vec<String> = r.iter().zip(&widths).map(|(s, w)| format!("{s:<w$}")).collect();
         let _ = writeln!(t, "{}", cells.join("  ").trim_end());
         if i == 0 {
-            let _ = writeln!(t, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            let _ = writeln!(t, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * (cols.max(1) - 1)));
         }
     }
     t
+}
+
+/// The memory-level-parallelism table of the cycle-level runs (empty when there are none).
+fn mlp_table(all: &[Outcome]) -> String {
+    let mut rows = vec![
+        ["system", "workload", "mean lat", ">10x", ">100x", "in flight/core", "mem util", "mem util/core"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    let mut unit = "";
+    for o in all {
+        let Ok(Measured { mlp: Some(p), .. }) = &o.result else { continue };
+        unit = p.unit;
+        rows.push(vec![
+            o.system.clone(),
+            o.workload.clone(),
+            format!("{:.1}x", p.mean_units),
+            format!("{:.0}%", 100.0 * p.above_10x),
+            format!("{:.0}%", 100.0 * p.above_100x),
+            format!("{:.1}", p.in_flight_per_core),
+            format!("{:.1}%", 100.0 * p.hbm_utilization),
+            format!("{:.2}%", 100.0 * p.hbm_utilization_per_core),
+        ]);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    format!(
+        "\nLookup latency in multiples of the {unit} latency, lookups in flight, memory bandwidth used:\n{}",
+        layout(&rows)
+    )
+}
+
+/// The JSON form of a memory-level-parallelism profile.
+fn mlp_json(p: &MlpProfile) -> Value {
+    json!({
+        "latency_unit": p.unit,
+        "latency_unit_ps": p.unit_ps,
+        // Bin i holds the lookups above edge i - 1 and at most edge i (the last bin is open).
+        "lookup_latency_bin_edges": LATENCY_BIN_EDGES,
+        "lookup_latency_bins": p.bins,
+        "above_10x": p.above_10x,
+        "above_100x": p.above_100x,
+        "mean_latency_units": p.mean_units,
+        "in_flight_lookups_per_core": p.in_flight_per_core,
+        "memory_utilization": p.hbm_utilization,
+        "memory_utilization_per_core": p.hbm_utilization_per_core,
+    })
 }
 
 /// The content of `results.json`.
@@ -120,6 +181,9 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                     };
                     v["speedup_vs_baseline"] = json!(speedup(exp, all, o));
                     v["events"] = json!(m.events);
+                    if let Some(p) = &m.mlp {
+                        v["memory_level_parallelism"] = mlp_json(p);
+                    }
                     if let Some(s) = &m.stats {
                         v["stats"] = s.clone();
                     }

@@ -292,6 +292,36 @@ impl Wiring {
     }
 }
 
+/// Where each access unit's output-queue chunks live: one region per core after the workload's
+/// data, page-aligned, sized for the largest chunks the unit can build (every entry carrying
+/// [`access_unit::MAX_OPERANDS`] rows), so the chunk writes that reach memory stay inside it.
+struct QueueRegions {
+    first: u64,
+    stride: u64,
+}
+
+impl QueueRegions {
+    fn new(w: &CompiledWorkload, unit: Option<&AccessUnitConfig>) -> Self {
+        const PAGE: u64 = 4096;
+        let data_end = w.layout.output + w.spec.bags() * w.spec.row_bytes();
+        let first = data_end.div_ceil(PAGE) * PAGE;
+        let stride = unit.map_or(0, |u| {
+            let entry = 4 + access_unit::isa::MAX_OPERANDS as u64 * w.spec.row_bytes().max(8);
+            (u64::from(u.outq_chunks) * u64::from(u.outq_chunk_entries) * entry).div_ceil(PAGE) * PAGE
+        });
+        QueueRegions { first, stride }
+    }
+
+    fn base(&self, core: usize) -> u64 {
+        self.first + core as u64 * self.stride
+    }
+
+    /// One past the last byte of the regions of `cores` cores.
+    fn end(&self, cores: usize) -> u64 {
+        self.base(cores)
+    }
+}
+
 /// Runs compiled workload `w` on `sys` and checks its outputs against `reference`; a run still
 /// going at `max_time` (a program that loops forever) is stopped with an error.
 pub fn run(
@@ -330,6 +360,19 @@ pub fn run(
 
     let mut cores = Vec::new();
     let mut units = Vec::new();
+    let queues = QueueRegions::new(w, sys.access_unit.as_ref().map(|a| &a.unit));
+    if let MemoryPlan::Dram(spec) = &sys.memory
+        && queues.end(w.jobs.len()) > spec.capacity_bytes()
+    {
+        return Err(SystemError::Build {
+            component: "mem".into(),
+            message: format!(
+                "the workload's data and queues need {} B, more than the memory's {} B",
+                queues.end(w.jobs.len()),
+                spec.capacity_bytes()
+            ),
+        });
+    }
     for (i, job) in w.jobs.iter().enumerate() {
         let name = format!("core{i}");
         let core = e.reserve();
@@ -358,9 +401,16 @@ pub fn run(
             let (areq, aresp) = wiring.connect(&mut e, au, target, &au_name, link)?;
             let outq = e.connect(au, core, link(format!("{au_name}.outq"), spec.outq_entries))?;
             queue = Some(outq);
-            let au_ports = AuPorts { mem_req: areq, mem_resp: aresp, outq };
+            // The output queue lives in the core's private L2 whatever serves the unit's reads.
+            let l2 = (sys.caches.l2.is_some()).then(|| ids[ids.len() - 1]).filter(|&l2| l2 != target);
+            let queue_port = match l2 {
+                Some(l2) => Some(wiring.connect(&mut e, au, l2, &format!("{au_name}.queue"), link)?),
+                None => None,
+            };
+            let au_ports = AuPorts { mem_req: areq, mem_resp: aresp, outq, queue: queue_port };
+            let unit = AccessUnitConfig { outq_base: queues.base(i), ..spec.unit };
             let unit =
-                AccessUnit::new(&au_name, spec.unit, program.clone(), image.clone(), au_ports, e.stats_mut())
+                AccessUnit::new(&au_name, unit, program.clone(), image.clone(), au_ports, e.stats_mut())
                     .map_err(|err| build_err(&au_name, err))?;
             e.install(au, Node::Au(unit))?;
             units.push((au_name, au));

@@ -61,7 +61,7 @@ fn simulated_outputs_equal_the_reference_on_both_chips_and_a_mismatch_is_caught(
     for (name, plan) in &exp.systems {
         let SystemPlan::Dae(sys) = plan else { continue };
         let target = if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly };
-        let info = TargetInfo { target, cores: sys.cores, vector_lanes: sys.vector_lanes };
+        let info = TargetInfo { target, cores: sys.cores, vector_lanes: sys.vector_lanes, au_lanes: 8 };
         let compiled = compiler::compile(spec, inst.clone(), info).unwrap();
         let r =
             dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time, &SeedTree::new(1)).unwrap();
@@ -92,7 +92,7 @@ fn compile_prints_both_programs() {
     let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "--cores", "2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.starts_with(".au\ntu t0 = dense 0..16\n"), "{text}");
+    assert!(text.starts_with(".au\ntu t0 = dense 0..16 broadcast\n"), "{text}");
     assert!(text.contains("load.row 256") && text.contains("pop_control r1"), "{text}");
 }
 
@@ -113,4 +113,67 @@ fn run_subcommand_equals_the_default_command_and_config_is_required() {
     let o = dae_sim(&[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("use --config FILE"));
+}
+
+#[test]
+fn gnn_aggregation_runs_verified_with_a_latency_profile() {
+    let dir = temp_dir("gnn");
+    let extra = "\n[[workload]]\nname = \"gnn-small\"\nop = \"gnn_aggregate\"\ndim = 24\ndtype = \"f32\"\n\
+                 batch = 300\n[workload.graph]\ngenerator = \"rmat\"\nscale = 12\nedge_factor = 8\n";
+    let cfg = small_experiment(&dir, extra);
+    let json: serde_json::Value = serde_json::from_str(&run_to(&cfg, &dir.join("o"), "42")).unwrap();
+    let runs: Vec<&serde_json::Value> =
+        json["runs"].as_array().unwrap().iter().filter(|r| r["workload"] == "gnn-small").collect();
+    assert_eq!(runs.len(), 3, "every system ran the graph workload");
+    let lookups = runs[0]["lookups"].as_u64().unwrap();
+    assert!(lookups > 0);
+    for r in runs.iter().filter(|r| r["model"] == "cycle-level") {
+        assert_eq!(r["verified"], true, "{}", r["system"]);
+        assert_eq!(r["lookups"].as_u64().unwrap(), lookups, "the same mini-batch everywhere");
+        let p = &r["memory_level_parallelism"];
+        assert_eq!(p["latency_unit"], "L1D hit");
+        let bins: Vec<f64> =
+            p["lookup_latency_bins"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert_eq!(p["lookup_latency_bin_edges"].as_array().unwrap().len(), 9);
+        assert_eq!(bins.len(), 10);
+        assert!((bins.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{bins:?}");
+        // The bins above the 10x and 100x edges hold exactly the fractions reported for them.
+        let (above_10, above_100) = (p["above_10x"].as_f64().unwrap(), p["above_100x"].as_f64().unwrap());
+        assert!((bins[4..].iter().sum::<f64>() - above_10).abs() < 1e-9);
+        assert!((bins[7..].iter().sum::<f64>() - above_100).abs() < 1e-9);
+        assert!(p["in_flight_lookups_per_core"].as_f64().unwrap() > 0.0);
+        let util = p["memory_utilization"].as_f64().unwrap();
+        assert!(util > 0.0 && util <= 1.0, "{util}");
+    }
+}
+
+#[test]
+fn more_outstanding_requests_are_never_slower() {
+    let dir = temp_dir("mlp");
+    let exp = Experiment::load(&small_experiment(&dir, ""), &Overrides::default()).unwrap();
+    let spec = &exp.file.workload[0];
+    let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(9));
+    let reference = inst.reference(spec);
+    let Some((_, SystemPlan::Dae(dae))) = exp.systems.iter().find(|(n, _)| n == "dae") else { panic!("dae") };
+    let info = TargetInfo {
+        target: Target::Decoupled,
+        cores: dae.cores,
+        vector_lanes: dae.vector_lanes,
+        au_lanes: dae.access_unit.as_ref().unwrap().unit.lanes,
+    };
+    let compiled = compiler::compile(spec, inst.clone(), info).unwrap();
+    let mut last = u64::MAX;
+    let mut times = Vec::new();
+    for limit in [1u32, 2, 4, 8, 16, 32, 64, 128] {
+        let mut sys = (**dae).clone();
+        sys.access_unit.as_mut().unwrap().unit.max_outstanding = limit;
+        let r =
+            dae_sim::system::run(&sys, &compiled, &reference, exp.max_sim_time, &SeedTree::new(1)).unwrap();
+        assert_eq!(r.verified, Ok(()));
+        times.push((limit, r.sim_time));
+        assert!(r.sim_time <= last, "{limit} outstanding is slower than fewer: {times:?}");
+        last = r.sim_time;
+    }
+    // And the limit matters: one request at a time is much slower than 128.
+    assert!(times[0].1 > 2 * times[times.len() - 1].1, "{times:?}");
 }

@@ -1,13 +1,27 @@
 //! The access-unit program format (the "AU ISA").
 //!
-//! A program is a chain of traversal units (TUs), outermost first. A TU iterates a constant range
-//! (`dense`) or a range whose bounds are two streams of its parent (`range`: CSR row pointers).
+//! A program is a chain of traversal units (TUs), outermost first; each TU is one loop level and
+//! is mapped onto one layer of the unit's lanes x layers grid. A TU iterates a constant range
+//! (`dense`), a range whose bounds are two streams of its parent (`range`: CSR row pointers), or
+//! a list of indices read from memory (`indexed`: `count` 32-bit indices from `base`, starting
+//! at position `from`; the TU's `ite` stream yields the loaded index, so the list really is read).
 //! Streams belong to a TU and produce one value per iteration: `ite` (the induction value),
-//! `load` (a memory load at `base + index * scale`, whose index may be another stream, so loads
-//! chain into indirection), and `alu` (index arithmetic). Callbacks register a control id and up
-//! to four stream operands on a TU event: `begin` (before the TU's first iteration, once per
-//! parent iteration), `iter` (every iteration) and `end` (after its last). This follows the
-//! TMU's traversal/stream/callback model (MICRO 2023) and Ember's DLC `configure_access_engine`.
+//! memory loads (`load.u32`/`mem.u32`: a 32-bit element at `base + index * scale`, whose index
+//! may be another stream, so loads chain into indirection), buffer streams (`load.row`/`mem.row`:
+//! a whole row marshaled into the output queue as one operand, whose value is the row's
+//! address), `alu` (index arithmetic) and `fwd` (a value of an enclosing TU, or a constant,
+//! carried into this level so it can be marshaled per iteration).
+//!
+//! Layers (the TMU's lane configurations): `single` (one lane, the default), `lockstep L` (L
+//! consecutive iterations advance together, one per lane; a final partial step is masked, so
+//! inactive lanes issue and emit nothing) and `broadcast` (a scalar layer whose values all lanes
+//! of the lockstep layer below share). Callbacks register a control id and up to four stream
+//! operands on a TU event: `begin` (before the TU's first iteration, once per parent
+//! iteration), `iter` (every iteration) and `end` (after its last); the control id goes to the
+//! control FIFO and the operands (stream heads) to the data FIFO of the output queue. This
+//! follows the TMU's traversal/stream/layer/callback model (MICRO 2023, REFERENCE.md section 2)
+//! and Ember's target ops (`set_dns_tu`, `set_rng_tu`, `set_mem_str`, `set_alu_str`,
+//! `set_fwd_str`, `set_*_layer`, `set_operand`, `set_control_token`).
 
 use thiserror::Error;
 
@@ -15,8 +29,16 @@ use thiserror::Error;
 pub const MAX_LEVELS: usize = 8;
 /// Most streams one TU may drive.
 pub const MAX_STREAMS_PER_TU: usize = 16;
+/// Most streams in one program (stream ids are one byte).
+pub const MAX_STREAMS: usize = 255;
 /// Most operands one callback may marshal.
 pub const MAX_OPERANDS: usize = 4;
+/// Most callback registrations in one program.
+pub const MAX_CALLBACKS: usize = 256;
+/// Most lanes a lockstep layer may name (a unit may have fewer: it checks its own count).
+pub const MAX_LANES: u32 = 64;
+/// Largest buffer (row) one stream may marshal.
+pub const MAX_ROW_BYTES: u32 = 1 << 20;
 
 /// Index of a TU in its program (`t0`, `t1`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +65,42 @@ pub enum Bounds {
         /// Stream holding one past the last value.
         end: StreamId,
     },
+    /// Positions `from..from + count` of a list of 32-bit indices at `base`; the TU's `ite`
+    /// stream loads and yields `index[position]` (one memory read per iteration).
+    Indexed {
+        /// Address of the index list.
+        base: u64,
+        /// First position: a constant or a stream of an enclosing TU.
+        from: Operand,
+        /// Number of positions: a constant or a stream of an enclosing TU.
+        count: Operand,
+    },
+}
+
+/// How a TU's iterations map onto the lanes of its layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layer {
+    /// One lane; iterations are scalar.
+    #[default]
+    Single,
+    /// `lanes` consecutive iterations advance together, one per lane; a final partial step is
+    /// masked (inactive lanes issue nothing and emit nothing).
+    Lockstep {
+        /// Lanes per step (2 to [`MAX_LANES`]).
+        lanes: u32,
+    },
+    /// A scalar layer whose values every lane of the lockstep layer below shares.
+    Broadcast,
+}
+
+impl Layer {
+    /// Lanes one step of this layer occupies.
+    pub fn lanes(self) -> u32 {
+        match self {
+            Layer::Lockstep { lanes } => lanes,
+            Layer::Single | Layer::Broadcast => 1,
+        }
+    }
 }
 
 /// A traversal unit: one loop level.
@@ -52,6 +110,8 @@ pub struct Tu {
     pub parent: Option<TuId>,
     /// Its iteration space.
     pub bounds: Bounds,
+    /// The layer configuration it is mapped to.
+    pub layer: Layer,
 }
 
 /// A stream operand: another stream's current value or a constant.
@@ -81,10 +141,11 @@ pub enum AluOp {
 /// What a stream produces each iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamKind {
-    /// The TU's induction value.
+    /// The TU's induction value (for an `indexed` TU: the index loaded at the position).
     Ite,
-    /// A 32-bit load at `base + index * scale`; yields the loaded value (an index or offset),
-    /// which later streams may use as an index: this is how loads chain into indirection.
+    /// A 32-bit memory load at `base + index * scale` (`mem.u32`); yields the loaded value (an
+    /// index or offset), which later streams may use as an index: this is how loads chain into
+    /// indirection.
     Load {
         /// Base address.
         base: u64,
@@ -93,8 +154,8 @@ pub enum StreamKind {
         /// Bytes per element.
         scale: u64,
     },
-    /// A row of `bytes` at `base + index * scale`; yields the row's address. The row itself
-    /// travels to the core through the output queue.
+    /// A buffer stream (`mem.row`): a row of `bytes` at `base + index * scale`, marshaled whole
+    /// into the output queue as one operand; yields the row's address.
     Row {
         /// Base address.
         base: u64,
@@ -115,6 +176,12 @@ pub enum StreamKind {
         a: Operand,
         /// Right operand.
         b: Operand,
+    },
+    /// A value of an enclosing TU (or a constant) carried into this level, so begin/iter
+    /// events of this level can marshal it.
+    Fwd {
+        /// What is forwarded.
+        src: Operand,
     },
 }
 
@@ -138,7 +205,8 @@ pub enum Event {
     End,
 }
 
-/// A callback registration: on `event` of `tu`, push `control` and the operands' values.
+/// A callback registration: on `event` of `tu`, push `control` to the control FIFO and the
+/// operands' values (their stream heads) to the data FIFO.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Callback {
     /// The TU whose event triggers it.
@@ -168,7 +236,7 @@ pub enum AuError {
     /// The program has no TU.
     #[error("the program has no traversal unit")]
     Empty,
-    /// Too many TUs, streams or operands.
+    /// Too many TUs, streams, callbacks or operands.
     #[error("too many {what}: {count} (at most {max})")]
     TooMany {
         /// What overflowed.
@@ -189,10 +257,38 @@ pub enum AuError {
     /// A reference to something that does not exist or is not visible there.
     #[error("{0}")]
     BadReference(String),
+    /// A lockstep layer with an impossible lane count.
+    #[error("t{tu}: lockstep over {lanes} lanes (must be 2 to {max}; use `single` for one lane)")]
+    BadLanes {
+        /// The TU.
+        tu: u8,
+        /// The lanes it asks for.
+        lanes: u32,
+        /// The most allowed.
+        max: u32,
+    },
+    /// Layers that do not fit together.
+    #[error("t{tu}: {why}")]
+    BadLayer {
+        /// The TU.
+        tu: u8,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// A buffer stream of an impossible size.
+    #[error("s{stream}: a row of {bytes} bytes (must be 1 to {max})")]
+    BadRow {
+        /// The stream.
+        stream: u8,
+        /// Its size.
+        bytes: u32,
+        /// The most allowed.
+        max: u32,
+    },
 }
 
 impl AuProgram {
-    /// Level (0 = outermost) of each TU; TUs are a chain, so a TU's id is its level.
+    /// Number of loop levels; TUs are a chain, so a TU's id is its level.
     pub fn levels(&self) -> usize {
         self.tus.len()
     }
@@ -202,7 +298,26 @@ impl AuProgram {
         self.streams.iter().enumerate().filter(move |(_, s)| s.tu == tu).map(|(i, s)| (StreamId(i as u8), s))
     }
 
-    /// Checks structure and references; every program the simulator runs passes this.
+    /// Most lanes any layer of the program uses.
+    pub fn max_lanes(&self) -> u32 {
+        self.tus.iter().map(|t| t.layer.lanes()).max().unwrap_or(1)
+    }
+
+    /// Checks `o` names a constant or a stream of a TU strictly enclosing `tu`.
+    fn outer_operand(&self, o: Operand, tu: usize, what: &str) -> Result<(), AuError> {
+        if let Operand::Stream(s) = o
+            && self.streams.get(s.0 as usize).is_none_or(|st| st.tu.0 as usize >= tu)
+        {
+            return Err(AuError::BadReference(format!(
+                "{what}: s{} is not a stream of a TU enclosing t{tu}",
+                s.0
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks structure, references, layers and limits; every program the simulator runs
+    /// passes this, so the timing model never meets a dangling id.
     pub fn verify(&self) -> Result<(), AuError> {
         if self.tus.is_empty() {
             return Err(AuError::Empty);
@@ -210,22 +325,67 @@ impl AuProgram {
         let too_many =
             |what, count, max| if count > max { Err(AuError::TooMany { what, count, max }) } else { Ok(()) };
         too_many("traversal units", self.tus.len(), MAX_LEVELS)?;
-        too_many("streams", self.streams.len(), 255)?;
+        too_many("streams", self.streams.len(), MAX_STREAMS)?;
+        too_many("callbacks", self.callbacks.len(), MAX_CALLBACKS)?;
+        for (i, s) in self.streams.iter().enumerate() {
+            if s.tu.0 as usize >= self.tus.len() {
+                return Err(AuError::BadReference(format!("s{i}: no TU t{}", s.tu.0)));
+            }
+        }
         for (i, tu) in self.tus.iter().enumerate() {
             let expected = i.checked_sub(1).map(|p| TuId(p as u8));
             if tu.parent != expected {
                 return Err(AuError::NotAChain { tu: i as u8, expected: i.saturating_sub(1) as u8 });
             }
-            if let Bounds::Range { begin, end } = tu.bounds {
-                let Some(parent) = tu.parent else {
-                    return Err(AuError::BadReference(format!("t{i}: a range TU needs a parent")));
-                };
-                for s in [begin, end] {
-                    if self.streams.get(s.0 as usize).map(|st| st.tu) != Some(parent) {
-                        return Err(AuError::BadReference(format!(
-                            "t{i}: bound s{} is not a stream of t{}",
-                            s.0, parent.0
-                        )));
+            match tu.bounds {
+                Bounds::Dense { .. } => {}
+                Bounds::Range { begin, end } => {
+                    let Some(parent) = tu.parent else {
+                        return Err(AuError::BadReference(format!("t{i}: a range TU needs a parent")));
+                    };
+                    for s in [begin, end] {
+                        if self.streams.get(s.0 as usize).map(|st| st.tu) != Some(parent) {
+                            return Err(AuError::BadReference(format!(
+                                "t{i}: bound s{} is not a stream of t{}",
+                                s.0, parent.0
+                            )));
+                        }
+                    }
+                }
+                Bounds::Indexed { from, count, .. } => {
+                    self.outer_operand(from, i, &format!("t{i} from"))?;
+                    self.outer_operand(count, i, &format!("t{i} count"))?;
+                    for o in [from, count] {
+                        if let Operand::Const(c) = o
+                            && c < 0
+                        {
+                            return Err(AuError::BadReference(format!(
+                                "t{i}: indexed position or count {c} is negative"
+                            )));
+                        }
+                    }
+                }
+            }
+            // Lockstep lanes share one scalar parent through a broadcast layer, as in the TMU.
+            match tu.layer {
+                Layer::Single => {}
+                Layer::Lockstep { lanes } => {
+                    if !(2..=MAX_LANES).contains(&lanes) {
+                        return Err(AuError::BadLanes { tu: i as u8, lanes, max: MAX_LANES });
+                    }
+                    if i > 0 && self.tus[i - 1].layer != Layer::Broadcast {
+                        return Err(AuError::BadLayer {
+                            tu: i as u8,
+                            why: "a lockstep layer's parent must be a broadcast layer",
+                        });
+                    }
+                }
+                Layer::Broadcast => {
+                    if !matches!(self.tus.get(i + 1).map(|t| t.layer), Some(Layer::Lockstep { .. })) {
+                        return Err(AuError::BadLayer {
+                            tu: i as u8,
+                            why: "a broadcast layer must have a lockstep layer below it",
+                        });
                     }
                 }
             }
@@ -234,19 +394,21 @@ impl AuProgram {
             too_many("streams in one TU", self.streams_of(TuId(t as u8)).count(), MAX_STREAMS_PER_TU)?;
         }
         for (i, s) in self.streams.iter().enumerate() {
-            if s.tu.0 as usize >= self.tus.len() {
-                return Err(AuError::BadReference(format!("s{i}: no TU t{}", s.tu.0)));
-            }
             let operands: Vec<Operand> = match s.kind {
                 StreamKind::Ite => vec![],
                 StreamKind::Load { index, .. } => vec![index],
                 StreamKind::Row { index, bytes, .. } => {
-                    if bytes == 0 {
-                        return Err(AuError::BadReference(format!("s{i}: a row of 0 bytes")));
+                    if bytes == 0 || bytes > MAX_ROW_BYTES {
+                        return Err(AuError::BadRow { stream: i as u8, bytes, max: MAX_ROW_BYTES });
                     }
                     vec![index]
                 }
                 StreamKind::Alu { a, b, .. } => vec![a, b],
+                StreamKind::Fwd { src } => {
+                    // Forwarding an own-level value would be a copy: only outer values travel.
+                    self.outer_operand(src, s.tu.0 as usize, &format!("s{i} (fwd)"))?;
+                    vec![]
+                }
             };
             for o in operands {
                 if let Operand::Stream(src) = o {

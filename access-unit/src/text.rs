@@ -1,23 +1,31 @@
 //! The text form of access-unit programs: printed by the compiler, written by hand, and
-//! parsed back, with `parse(print(p)) == p`.
+//! parsed back, with `parse(print(p)) == p` and `print(parse(print(p))) == print(p)`.
 //!
 //! ```text
 //! .au
-//! tu t0 = dense 0..512
-//! tu t1 = range s1..s2 in t0
+//! tu t0 = dense 0..512 broadcast          # layer: single (default, not printed), broadcast
+//! tu t1 = range s1..s2 in t0 lockstep 8   # or lockstep L
+//! tu t2 = indexed 0x3000 from s3 count 4 in t1   # positions s3..s3+4 of a u32 list
 //! s0 = ite t0
-//! s1 = load.u32 [0x1000 + s0 * 4] in t0
+//! s1 = load.u32 [0x1000 + s0 * 4] in t0   # also accepted: mem.u32
 //! s2 = load.u32 [0x1004 + s0 * 4] in t0
 //! s3 = ite t1
 //! s4 = load.u32 [0x2000 + s3 * 4] in t1
-//! s5 = load.row 256 [0x100000 + s4 * 256] in t1 !lookup
+//! s5 = load.row 256 [0x100000 + s4 * 256] in t1 !lookup   # buffer stream; also: mem.row
+//! s6 = alu.add s3, 1 in t1
+//! s7 = fwd s0 in t1                       # a value of an enclosing TU (or a constant)
+//! s8 = ite t2                             # the index loaded at each position
 //! on t1 begin -> 0
-//! on t1 iter -> 1 (s5)
+//! on t1 iter -> 1 (s5, s7)
 //! on t1 end -> 2 (s0)
 //! ```
+//!
+//! Callback lines register both the control id (control FIFO) and the operands whose stream
+//! heads go to the data FIFO, so one line is one Ember `register_callback` plus its
+//! `register_operand`s. `#` starts a comment.
 
 use crate::isa::{
-    AluOp, AuProgram, Bounds, Callback, Event, Operand, Stream, StreamId, StreamKind, Tu, TuId,
+    AluOp, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind, Tu, TuId,
 };
 use std::fmt::{self, Write};
 use thiserror::Error;
@@ -65,9 +73,18 @@ impl fmt::Display for AuProgram {
             match tu.bounds {
                 Bounds::Dense { begin, end } => write!(f, "dense {begin}..{end}")?,
                 Bounds::Range { begin, end } => write!(f, "range s{}..s{}", begin.0, end.0)?,
+                Bounds::Indexed { base, from, count } => {
+                    write!(f, "indexed {base:#x} from {} count {}", operand(&from), operand(&count))?
+                }
             }
             if let Some(p) = tu.parent {
                 write!(f, " in t{}", p.0)?;
+            }
+            match tu.layer {
+                // Single is the default and is left out, so existing programs print unchanged.
+                Layer::Single => {}
+                Layer::Lockstep { lanes } => write!(f, " lockstep {lanes}")?,
+                Layer::Broadcast => write!(f, " broadcast")?,
             }
             writeln!(f)?;
         }
@@ -95,6 +112,9 @@ impl fmt::Display for AuProgram {
                 StreamKind::Alu { op, a, b } => {
                     let _ =
                         write!(line, "alu.{} {}, {} in t{}", alu_name(op), operand(&a), operand(&b), s.tu.0);
+                }
+                StreamKind::Fwd { src } => {
+                    let _ = write!(line, "fwd {} in t{}", operand(&src), s.tu.0);
                 }
             }
             writeln!(f, "{line}")?;
@@ -246,10 +266,26 @@ fn parse_tu(l: &mut Line, expect: usize) -> Result<Tu, ParseError> {
             l.eat("..")?;
             Bounds::Range { begin, end: StreamId(l.id('s')?) }
         }
-        w => return Err(l.err(format!("unknown traversal kind \"{w}\""))),
+        "indexed" => {
+            let base = l.unsigned()?;
+            l.eat("from")?;
+            let from = l.operand()?;
+            l.eat("count")?;
+            Bounds::Indexed { base, from, count: l.operand()? }
+        }
+        w => return Err(l.err(format!("unknown traversal kind \"{w}\" (dense, range, indexed)"))),
     };
     let parent = if l.try_eat("in") { Some(TuId(l.id('t')?)) } else { None };
-    Ok(Tu { parent, bounds })
+    let layer = match l.word() {
+        "" | "single" => Layer::Single,
+        "broadcast" => Layer::Broadcast,
+        "lockstep" => {
+            let lanes = u32::try_from(l.unsigned()?).map_err(|_| l.err("lane count does not fit 32 bits"))?;
+            Layer::Lockstep { lanes }
+        }
+        w => return Err(l.err(format!("unknown layer \"{w}\" (single, lockstep N, broadcast)"))),
+    };
+    Ok(Tu { parent, bounds, layer })
 }
 
 fn parse_stream(l: &mut Line, expect: usize) -> Result<Stream, ParseError> {
@@ -261,11 +297,12 @@ fn parse_stream(l: &mut Line, expect: usize) -> Result<Stream, ParseError> {
     let op = l.word();
     let (tu, kind) = match op {
         "ite" => (TuId(l.id('t')?), StreamKind::Ite),
-        "load.u32" => {
+        // `mem.*` is the general name of memory streams; `load.*` is the original spelling.
+        "load.u32" | "mem.u32" => {
             let (base, index, scale) = address(l)?;
             (in_tu(l)?, StreamKind::Load { base, index, scale })
         }
-        "load.row" => {
+        "load.row" | "mem.row" => {
             let bytes = u32::try_from(l.unsigned()?).map_err(|_| l.err("row size does not fit 32 bits"))?;
             let (base, index, scale) = address(l)?;
             let tu = in_tu(l)?;
@@ -279,6 +316,10 @@ fn parse_stream(l: &mut Line, expect: usize) -> Result<Stream, ParseError> {
                 l.eat(",")?;
                 let b = l.operand()?;
                 (in_tu(l)?, StreamKind::Alu { op, a, b })
+            }
+            None if op == "fwd" => {
+                let src = l.operand()?;
+                (in_tu(l)?, StreamKind::Fwd { src })
             }
             None => return Err(l.err(format!("unknown stream kind \"{op}\""))),
         },

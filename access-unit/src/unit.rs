@@ -1,21 +1,48 @@
-//! The access unit's timing model: traversal windows, line requests, in-order callbacks.
+//! The access unit's timing model: a lanes x layers grid of traversal windows, line requests
+//! arbitrated outer layer first and round-robin over lanes, and callbacks leaving in program
+//! order through a chunked, double-buffered output queue.
 //!
-//! Contract: the unit runs one [`AuProgram`] from tick 0. It sends cache-line read requests on
-//! `mem_req` (never more than `max_outstanding` in flight), receives their answers on
-//! `mem_resp`, and pushes one [`OutqEntry`] per callback event on `outq`, in program order. It
-//! sleeps while it waits for memory or for space in the output queue, and is finished once the
-//! outermost TU's end event has left.
+//! Contract: the unit runs one [`AuProgram`] from tick 0. It sends cache-line read requests
+//! (stream loads) on `mem_req` and cache-line write requests (output-queue chunks) on `queue` when
+//! given (the core's L2) or else `mem_req`, never more
+//! than `max_outstanding` of them in flight, receives their answers on `mem_resp`, and pushes
+//! one [`OutqEntry`] per callback event on `outq`, in program order, a chunk at a time. It
+//! sleeps while it waits for memory, for the core to take entries, or for its own flush timer,
+//! and is finished once the outermost TU's end event has been written and its chunk handed to
+//! the core.
 //!
-//! Every loop level keeps a FIFO window of live iterations. An iteration is spawned when its
-//! window has room and, below the outermost level, when its parent iteration's values (the CSR
-//! bounds) have arrived; its streams are evaluated in configuration order as their operands
-//! become ready, and its loads queue for issue. Requests issue outermost level first and in
-//! order within a level, up to `requests_per_cycle`; callback events leave in program order, up
-//! to `events_per_cycle`. A window's depth is the stream storage divided evenly among the levels
-//! and by the bytes one iteration of that level holds (its loaded rows and 8 bytes per scalar),
-//! so wide rows mean a shallower window, as in the TMU where storage sets stream depth.
+//! Grid: each TU is one layer. Every layer keeps a FIFO window of live iterations; a `single` or
+//! `broadcast` layer uses one lane, a `lockstep L` layer spawns L consecutive iterations at once,
+//! one per lane (a final partial step spawns only the active lanes: masked lanes issue and emit
+//! nothing), and emits a step's events only once every active lane of the step is ready. An
+//! iteration is spawned when its window has room and, below the outermost layer, once its parent
+//! iteration's values (CSR bounds, indexed positions) have arrived; its streams start in
+//! configuration order as their operands become ready, and its loads queue on its lane. The
+//! window depth comes from the stream storage: `storage` is the unit's total, each lane gets
+//! `storage / lanes` (TMU: 8 x 2 KiB), split evenly among the program's layers and divided by
+//! the bytes one iteration holds (its rows, 8 bytes per scalar stream), at least 2 per lane, so
+//! wide rows mean a shallower window, as in the TMU where storage sets stream depth.
+//!
+//! Arbitration, per cycle up to `requests_per_cycle` lines: output-queue chunk writes first (the
+//! core waits on them), then layers outermost first, round-robin among the lanes of a layer, in
+//! order within a lane. Callback events are written in program order, up to
+//! `events_per_cycle`.
+//!
+//! Output queue: control ids (4 bytes each) and operands (8 bytes per scalar, the whole row for a
+//! buffer stream) are written into a chunk of `outq_chunk_entries` entries. A chunk is sealed
+//! when it is full, when the program's last event is in it, or when it has been left partial for
+//! `outq_flush_cycles` cycles (0: as soon as the unit stalls; `u32::MAX`: only at the end), so
+//! the core is never starved by a chunk that would not fill. A sealed chunk's bytes are written
+//! to memory at `outq_base` (line writes on the memory port, so the queue's traffic is counted
+//! where the unit is attached); once they are acknowledged its entries are handed to the core
+//! through the `outq` link, and only then does its buffer free. The unit holds at most
+//! `outq_chunks` chunks (the one it fills plus complete ones waiting for their writes or for room
+//! in the link); with none free it stalls. The link is the core's view of the queue: its
+//! capacity is set by the system builder (see [`AccessUnitConfig::outq_link_entries`]).
 
-use crate::isa::{AluOp, AuProgram, Bounds, Event, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamKind};
+use crate::isa::{
+    AluOp, AuProgram, Bounds, Event, Layer, MAX_LEVELS, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamKind,
+};
 use crate::outq::OutqEntry;
 use mem_model::{MemError, MemRequest, MemResponse, MemoryImage};
 use sim_core::{
@@ -27,14 +54,19 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use thiserror::Error;
 
+/// Default address of the output queue's chunks (an otherwise unused region; the image need
+/// not map it, since queue writes are timing-only).
+pub const OUTQ_BASE: u64 = 0x7f00_0000_0000;
+
 /// Parameters of an access unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccessUnitConfig {
     /// Clock domain (the core's clock in the TMU).
     pub clock: Clock,
-    /// Total stream storage (lanes x storage per lane; TMU: 8 x 2 KiB).
+    /// Total stream storage of all lanes (TMU: 8 lanes x 2 KiB); each lane gets
+    /// `storage / lanes` ([`AccessUnitConfig::storage_per_lane`]).
     pub storage: ByteSize,
-    /// Most line requests in flight (TMU: 128).
+    /// Most memory requests (line reads and queue writes) in flight (TMU: 128).
     pub max_outstanding: u32,
     /// Bytes per memory request (a cache line).
     pub line_bytes: u32,
@@ -42,6 +74,55 @@ pub struct AccessUnitConfig {
     pub requests_per_cycle: u32,
     /// Callback events written to the output queue per cycle.
     pub events_per_cycle: u32,
+    /// Lanes per layer (TMU: 8); a lockstep layer may use at most this many.
+    pub lanes: u32,
+    /// Layers (TMU: 4 traversal groups); a program may have at most this many TUs.
+    pub layers: u32,
+    /// Entries per output-queue chunk.
+    pub outq_chunk_entries: u32,
+    /// Chunks the unit may hold at once: the one it fills plus complete ones not yet handed to
+    /// the core (2: it fills one while the other drains).
+    pub outq_chunks: u32,
+    /// Cycles a partial chunk may wait for more entries before it is published anyway (0: as
+    /// soon as the unit stalls; `u32::MAX`: only when the program ends).
+    pub outq_flush_cycles: u32,
+    /// Address of the output queue in memory (chunk writes go there).
+    pub outq_base: u64,
+}
+
+impl AccessUnitConfig {
+    /// The evaluated TMU (REFERENCE.md section 2): 8 lanes, 4 layers, 2 KiB of stream storage per
+    /// lane, 128 outstanding requests, 64-byte lines, a double-buffered output queue. Issue width
+    /// (4 lines per cycle), one event per cycle, 32-entry chunks and a 64-cycle flush timeout are
+    /// our assumptions: the paper does not give them.
+    pub fn tmu_like(clock: Clock) -> Self {
+        Self {
+            clock,
+            storage: ByteSize::from_bytes(8 * 2048),
+            max_outstanding: 128,
+            line_bytes: 64,
+            requests_per_cycle: 4,
+            events_per_cycle: 1,
+            lanes: 8,
+            layers: 4,
+            outq_chunk_entries: 32,
+            outq_chunks: 2,
+            outq_flush_cycles: 64,
+            outq_base: OUTQ_BASE,
+        }
+    }
+
+    /// Stream storage of one lane (`storage / lanes`).
+    pub fn storage_per_lane(&self) -> u64 {
+        self.storage.bytes() / self.lanes.max(1) as u64
+    }
+
+    /// Capacity the `outq` link should have: one chunk, the one the core is reading, so the
+    /// queue holds that chunk plus the unit's `outq_chunks` (a larger link lets the unit run
+    /// further ahead of the core).
+    pub fn outq_link_entries(&self) -> u32 {
+        self.outq_chunk_entries
+    }
 }
 
 /// The unit's links.
@@ -53,6 +134,10 @@ pub struct AuPorts {
     pub mem_resp: LinkId,
     /// Callback events to the core.
     pub outq: LinkId,
+    /// Where output-queue chunk writes go, with their answers: the core's private L2, where the
+    /// TMU's queue lives (REFERENCE.md section 2), when the unit's reads are served elsewhere
+    /// (the LLC). `None`: on `mem_req`, like the reads.
+    pub queue: Option<(LinkId, LinkId)>,
 }
 
 /// Why the unit stopped early.
@@ -85,6 +170,16 @@ pub enum AuBuildError {
     /// A parameter is zero.
     #[error("access unit: {0} must be above zero")]
     Zero(&'static str),
+    /// The program needs more of the grid than the unit has.
+    #[error("access unit: the program needs {need} {what}, the unit has {have}")]
+    DoesNotFit {
+        /// What is short (layers, lanes).
+        what: &'static str,
+        /// How many the program needs.
+        need: u32,
+        /// How many the unit has.
+        have: u32,
+    },
     /// A statistic name collides.
     #[error(transparent)]
     Stats(#[from] StatsError),
@@ -93,25 +188,53 @@ pub enum AuBuildError {
 /// What the unit did, for reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AuCounters {
-    /// Line requests sent.
+    /// Line read requests sent (stream loads).
     pub requests: u64,
     /// Lookup rows fetched.
     pub lookups: u64,
-    /// Callback events pushed.
+    /// Callback events written to the output queue.
     pub events: u64,
-    /// Most line requests in flight at once.
+    /// Most requests (reads and writes) in flight at once.
     pub peak_outstanding: u32,
-    /// Tick at which the last event left (when finished).
+    /// Tick at which the last chunk was handed to the core (when finished).
     pub finish_tick: Option<Tick>,
+    /// Line read requests per layer (TU level), outermost first.
+    pub layer_requests: [u64; MAX_LEVELS],
+    /// Line write requests of output-queue chunks.
+    pub write_requests: u64,
+    /// Chunks written and handed to the core.
+    pub chunks_written: u64,
+    /// Of those, chunks published partial (flush timeout or program end).
+    pub chunks_flushed: u64,
+    /// Lane slots left idle by masked tails of lockstep steps.
+    pub masked_lanes: u64,
+    /// Cycles some layer could not spawn an iteration because its stream storage was full.
+    pub storage_stall_cycles: u64,
+    /// Cycles requests waited because `max_outstanding` were in flight.
+    pub outstanding_stall_cycles: u64,
+    /// Cycles an event waited because no output-queue chunk was free.
+    pub outq_stall_cycles: u64,
 }
 
 const NO_PARENT: u64 = u64::MAX;
+/// Request ids: level (8 bits) | local stream (8 bits) | iteration seq (48 bits); queue writes
+/// use this level tag with the chunk's sequence number.
+const WRITE_TAG: u64 = 0xff;
+const SEQ_MASK: u64 = (1 << 48) - 1;
+/// Timer tokens.
+const CYCLE_TIMER: u64 = 0;
+const FLUSH_TIMER: u64 = 1;
 
 /// One live iteration of a loop level.
 #[derive(Debug, Clone)]
 struct Iteration {
     seq: u64,
     parent: u64,
+    /// Position in the TU's iteration space (the induction value, or the index-list position).
+    pos: u64,
+    /// Index among its parent's children: sets its lane and lockstep step.
+    j: u64,
+    lane: u8,
     values: [u64; MAX_STREAMS_PER_TU],
     addr: [u64; MAX_STREAMS_PER_TU],
     first_issue: [Tick; MAX_STREAMS_PER_TU],
@@ -123,16 +246,20 @@ struct Iteration {
     pre_emitted: u8,
     post_emitted: u8,
     bounds_known: bool,
+    child_begin: u64,
     child_next: u64,
     child_end: u64,
     children_done: bool,
 }
 
 impl Iteration {
-    fn new(seq: u64, parent: u64) -> Self {
+    fn new(seq: u64, parent: u64, pos: u64, j: u64, lane: u8) -> Self {
         Self {
             seq,
             parent,
+            pos,
+            j,
+            lane,
             values: [0; MAX_STREAMS_PER_TU],
             addr: [0; MAX_STREAMS_PER_TU],
             first_issue: [0; MAX_STREAMS_PER_TU],
@@ -144,6 +271,7 @@ impl Iteration {
             pre_emitted: 0,
             post_emitted: 0,
             bounds_known: false,
+            child_begin: 0,
             child_next: 0,
             child_end: 0,
             children_done: false,
@@ -151,23 +279,43 @@ impl Iteration {
     }
 }
 
-/// One loop level: its streams, its window of live iterations and its issue queue.
+/// One layer: its streams, its window of live iterations and its per-lane issue queues.
 struct Level {
     /// Global ids of this level's streams, in configuration order.
     streams: Vec<u8>,
     all_ready: u32,
+    /// Lanes one step occupies (1 unless lockstep).
+    lanes: u32,
+    lockstep: bool,
+    /// Base of the index list of an `indexed` TU (its `ite` streams load from it).
+    indexed_base: Option<u64>,
     capacity: usize,
     window: VecDeque<Iteration>,
     head_seq: u64,
     next_seq: u64,
-    /// Loads waiting to issue lines: (iteration seq, local stream).
-    issue: VecDeque<(u64, u8)>,
+    /// Per lane: loads waiting to issue lines, (iteration seq, local stream), in order.
+    issue: Vec<VecDeque<(u64, u8)>>,
+    /// Lane that gets the next turn (round-robin).
+    rr: usize,
     /// Callbacks emitted after an iteration becomes ready: iter of this TU, begin of the child.
     pre: Vec<usize>,
     /// Callbacks emitted after an iteration's children: end of the child TU.
     post: Vec<usize>,
-    /// Outermost level: next induction value; inner levels: parent iteration being expanded.
+    /// Outermost level: next position; inner levels: parent iteration being expanded.
     gen_cursor: u64,
+}
+
+/// One output-queue chunk: entries written by the unit, then its bytes written to memory, then
+/// its entries handed to the core.
+struct Chunk {
+    seq: u64,
+    entries: Vec<OutqEntry>,
+    data_bytes: u64,
+    sealed: bool,
+    lines: u32,
+    issued: u32,
+    acked: u32,
+    sent: usize,
 }
 
 /// Statistic ids.
@@ -175,6 +323,9 @@ struct AuStats {
     requests: CounterId,
     lookups: CounterId,
     events: CounterId,
+    write_requests: CounterId,
+    chunks: CounterId,
+    layer_requests: Vec<CounterId>,
     lookup_latency: HistogramId,
 }
 
@@ -188,17 +339,35 @@ pub struct AccessUnit<M> {
     levels: Vec<Level>,
     /// (level, local index) of each global stream.
     place: Vec<(u8, u8)>,
+    root_begin: u64,
+    root_end: u64,
     root_pre: Vec<usize>,
     root_post: Vec<usize>,
     root_pre_emitted: usize,
     root_post_emitted: usize,
+    /// Data-FIFO bytes each callback writes.
+    cb_bytes: Vec<u64>,
+    chunks: VecDeque<Chunk>,
+    next_chunk: u64,
+    ctrl_stride: u64,
+    data_stride: u64,
+    /// Tick of the last entry written into the partial chunk.
+    last_touch: Tick,
     outstanding: u32,
     cycle: u64,
     issued_this_cycle: u32,
     emitted_this_cycle: u32,
     timer_at: Option<Tick>,
+    flush_at: Option<Tick>,
+    /// The outermost end event has been written.
+    emitted_all: bool,
     finished: bool,
     fault: Option<AuFault>,
+    /// Found in the last pass: a layer full with more to spawn; an event with no free chunk.
+    storage_blocked: bool,
+    outq_blocked: bool,
+    /// Start of the open stall interval per cause: storage, outstanding limit, output queue.
+    stall_since: [Option<Tick>; 3],
     counters: AuCounters,
     stats: AuStats,
     _msg: PhantomData<fn() -> M>,
@@ -209,6 +378,10 @@ enum Emit {
     Sent,
     Popped,
     Blocked,
+}
+
+fn round_up(bytes: u64, line: u64) -> u64 {
+    bytes.div_ceil(line).saturating_mul(line)
 }
 
 impl<M> AccessUnit<M> {
@@ -227,15 +400,32 @@ impl<M> AccessUnit<M> {
             (cfg.line_bytes, "line size"),
             (cfg.requests_per_cycle, "requests per cycle"),
             (cfg.events_per_cycle, "events per cycle"),
+            (cfg.lanes, "lanes"),
+            (cfg.layers, "layers"),
+            (cfg.outq_chunk_entries, "outq_chunk_entries"),
+            (cfg.outq_chunks, "outq_chunks"),
         ] {
             if v == 0 {
                 return Err(AuBuildError::Zero(what));
             }
         }
         let nlev = program.tus.len();
+        if nlev as u32 > cfg.layers {
+            return Err(AuBuildError::DoesNotFit { what: "layers", need: nlev as u32, have: cfg.layers });
+        }
+        if program.max_lanes() > cfg.lanes {
+            return Err(AuBuildError::DoesNotFit {
+                what: "lanes",
+                need: program.max_lanes(),
+                have: cfg.lanes,
+            });
+        }
+        let line = cfg.line_bytes as u64;
+        let per_layer = cfg.storage_per_lane() / nlev as u64;
         let mut place = vec![(0u8, 0u8); program.streams.len()];
         let mut levels = Vec::with_capacity(nlev);
         for l in 0..nlev {
+            let tu = program.tus[l];
             let streams: Vec<u8> = program
                 .streams
                 .iter()
@@ -254,7 +444,11 @@ impl<M> AccessUnit<M> {
                 })
                 .sum::<u64>()
                 .max(8);
-            let capacity = (cfg.storage.bytes() / nlev as u64 / bytes).clamp(2, 1 << 16) as usize;
+            let lanes = tu.layer.lanes();
+            // Each lane holds its own iterations in its share of the storage; at least two, so
+            // a layer always overlaps one iteration's loads with the next.
+            let depth = (per_layer / bytes).clamp(2, 1 << 16) as usize;
+            let capacity = depth * lanes as usize;
             let cbs = |tu: usize, ev: Event| -> Vec<usize> {
                 program
                     .callbacks
@@ -266,23 +460,37 @@ impl<M> AccessUnit<M> {
             };
             let mut pre = cbs(l, Event::Iter);
             pre.extend(cbs(l + 1, Event::Begin));
-            let gen_cursor = match program.tus[l].bounds {
-                Bounds::Dense { begin, .. } if l == 0 => begin,
-                _ => 0,
-            };
             levels.push(Level {
-                all_ready: if streams.len() == 32 { u32::MAX } else { (1u32 << streams.len()) - 1 },
+                all_ready: if streams.len() >= 32 { u32::MAX } else { (1u32 << streams.len()) - 1 },
                 streams,
+                lanes,
+                lockstep: matches!(tu.layer, Layer::Lockstep { .. }),
+                indexed_base: match tu.bounds {
+                    Bounds::Indexed { base, .. } => Some(base),
+                    _ => None,
+                },
                 capacity,
                 window: VecDeque::with_capacity(capacity),
                 head_seq: 0,
                 next_seq: 0,
-                issue: VecDeque::with_capacity(capacity * 2),
+                issue: vec![VecDeque::with_capacity(depth * 2); lanes as usize],
+                rr: 0,
                 pre,
                 post: cbs(l + 1, Event::End),
-                gen_cursor,
+                gen_cursor: 0,
             });
         }
+        // The outermost TU's bounds are constants (the verifier allows no streams there).
+        let konst = |o: Operand| match o {
+            Operand::Const(c) => c.max(0) as u64,
+            Operand::Stream(_) => 0,
+        };
+        let (root_begin, root_end) = match program.tus[0].bounds {
+            Bounds::Dense { begin, end } => (begin, end),
+            Bounds::Indexed { from, count, .. } => (konst(from), konst(from).saturating_add(konst(count))),
+            Bounds::Range { .. } => (0, 0),
+        };
+        levels[0].gen_cursor = root_begin;
         let root = |ev: Event| -> Vec<usize> {
             program
                 .callbacks
@@ -293,10 +501,32 @@ impl<M> AccessUnit<M> {
                 .collect()
         };
         let (root_pre, root_post) = (root(Event::Begin), root(Event::End));
+        // The data FIFO holds 8 bytes per scalar operand and the whole row of a buffer stream.
+        let cb_bytes: Vec<u64> = program
+            .callbacks
+            .iter()
+            .map(|c| {
+                c.operands
+                    .iter()
+                    .map(|s| match program.streams[s.0 as usize].kind {
+                        StreamKind::Row { bytes, .. } => bytes as u64,
+                        _ => 8,
+                    })
+                    .sum()
+            })
+            .collect();
+        let entries = cfg.outq_chunk_entries as u64;
+        let ctrl_stride = round_up(entries * 4, line);
+        let data_stride = round_up(entries.saturating_mul(cb_bytes.iter().copied().max().unwrap_or(0)), line);
         let stats = AuStats {
             requests: stats.counter(&format!("{name}.requests"))?,
             lookups: stats.counter(&format!("{name}.lookups"))?,
             events: stats.counter(&format!("{name}.events"))?,
+            write_requests: stats.counter(&format!("{name}.write_requests"))?,
+            chunks: stats.counter(&format!("{name}.chunks"))?,
+            layer_requests: (0..nlev)
+                .map(|l| stats.counter(&format!("{name}.layer{l}.requests")))
+                .collect::<Result<_, _>>()?,
             lookup_latency: stats.histogram(&format!("{name}.lookup_latency"), 1_000_000_000, 3)?,
         };
         Ok(Self {
@@ -307,24 +537,37 @@ impl<M> AccessUnit<M> {
             ports,
             levels,
             place,
+            root_begin,
+            root_end,
             root_pre,
             root_post,
             root_pre_emitted: 0,
             root_post_emitted: 0,
+            cb_bytes,
+            chunks: VecDeque::with_capacity(cfg.outq_chunks.min(64) as usize),
+            next_chunk: 0,
+            ctrl_stride,
+            data_stride,
+            last_touch: 0,
             outstanding: 0,
             cycle: u64::MAX,
             issued_this_cycle: 0,
             emitted_this_cycle: 0,
             timer_at: None,
+            flush_at: None,
+            emitted_all: false,
             finished: false,
             fault: None,
+            storage_blocked: false,
+            outq_blocked: false,
+            stall_since: [None; 3],
             counters: AuCounters::default(),
             stats,
             _msg: PhantomData,
         })
     }
 
-    /// Whether the outermost end event has left.
+    /// Whether the outermost end event has been handed to the core.
     pub fn finished(&self) -> bool {
         self.finished
     }
@@ -364,13 +607,15 @@ impl<M> AccessUnit<M> {
         self.levels[lv as usize].window.front().map_or(0, |it| it.values[k as usize])
     }
 
-    fn spawn(&mut self, l: usize, parent: u64, ite: u64) {
+    fn spawn(&mut self, l: usize, parent: u64, pos: u64, j: u64) {
         let lev = &mut self.levels[l];
-        let mut it = Iteration::new(lev.next_seq, parent);
+        let lane = (j % lev.lanes as u64) as u8;
+        let mut it = Iteration::new(lev.next_seq, parent, pos, j, lane);
         lev.next_seq += 1;
         for (k, &g) in lev.streams.iter().enumerate() {
-            if let StreamKind::Ite = self.program.streams[g as usize].kind {
-                it.values[k] = ite;
+            // An indexed TU's induction value is a load: `evaluate` issues it.
+            if let (StreamKind::Ite, None) = (self.program.streams[g as usize].kind, lev.indexed_base) {
+                it.values[k] = pos;
                 it.ready |= 1 << k;
                 it.started |= 1 << k;
             }
@@ -390,8 +635,12 @@ impl<M> AccessUnit<M> {
             }
             let g = self.levels[l].streams[k];
             let kind = self.program.streams[g as usize].kind;
-            let (index, base, scale, bytes) = match kind {
-                StreamKind::Ite => continue,
+            let computed = match kind {
+                StreamKind::Ite => {
+                    let Some(base) = self.levels[l].indexed_base else { continue };
+                    // Indexed traversal: the index list is read like a `mem.u32` stream.
+                    (Operand::Const(it.pos as i64), base, 4, 4u64)
+                }
                 StreamKind::Alu { op, a, b } => {
                     let (Some(a), Some(b)) = (self.operand(l, idx, a), self.operand(l, idx, b)) else {
                         continue;
@@ -415,97 +664,143 @@ impl<M> AccessUnit<M> {
                     it.started |= 1 << k;
                     continue;
                 }
+                StreamKind::Fwd { src } => {
+                    let Some(v) = self.operand(l, idx, src) else { continue };
+                    let it = &mut self.levels[l].window[idx];
+                    it.values[k] = v;
+                    it.ready |= 1 << k;
+                    it.started |= 1 << k;
+                    continue;
+                }
                 StreamKind::Load { base, index, scale } => (index, base, scale, 4u64),
                 StreamKind::Row { base, index, scale, bytes, .. } => (index, base, scale, bytes as u64),
             };
+            let (index, base, scale, bytes) = computed;
             let Some(i) = self.operand(l, idx, index) else { continue };
             let Some(addr) = i.checked_mul(scale).and_then(|o| o.checked_add(base)) else {
                 self.fault = Some(AuFault::Arithmetic { stream: g, what: "address overflow" });
                 return;
             };
             let value = match kind {
-                StreamKind::Load { .. } => match self.image.read_u32(addr) {
-                    Ok(v) => v as u64,
-                    Err(source) => {
-                        self.fault = Some(AuFault::Memory { stream: g, source });
-                        return;
-                    }
-                },
-                // A row yields its address; check it is mapped so a bad index faults here.
-                _ => match self.image.region_of(addr, bytes) {
+                StreamKind::Row { .. } => match self.image.region_of(addr, bytes) {
+                    // A row yields its address; check it is mapped so a bad index faults here.
                     Ok(_) => addr,
                     Err(source) => {
                         self.fault = Some(AuFault::Memory { stream: g, source });
                         return;
                     }
                 },
+                _ => match self.image.read_u32(addr) {
+                    Ok(v) => v as u64,
+                    Err(source) => {
+                        self.fault = Some(AuFault::Memory { stream: g, source });
+                        return;
+                    }
+                },
             };
-            let lines = ((addr + bytes - 1) / line - addr / line + 1).min(u16::MAX as u64) as u16;
+            let Some(last) = addr.checked_add(bytes - 1) else {
+                self.fault = Some(AuFault::Arithmetic { stream: g, what: "address overflow" });
+                return;
+            };
+            let lines = (last / line - addr / line + 1).min(u16::MAX as u64) as u16;
             let lev = &mut self.levels[l];
-            let seq = lev.window[idx].seq;
             let it = &mut lev.window[idx];
+            let (seq, lane) = (it.seq, it.lane as usize);
             it.values[k] = value;
             it.addr[k] = addr;
             it.lines_total[k] = lines;
             it.lines_left[k] = lines;
             it.started |= 1 << k;
-            lev.issue.push_back((seq, k as u8));
+            lev.issue[lane].push_back((seq, k as u8));
         }
     }
 
-    /// Spawns iterations while windows have room and parents' bounds are known.
+    /// Spawns `n` iterations (one step) of level `l` at positions `first..first + n`.
+    fn spawn_step(&mut self, l: usize, parent: u64, first: u64, j0: u64, n: u64) {
+        for i in 0..n {
+            self.spawn(l, parent, first + i, j0 + i);
+            if self.fault.is_some() {
+                return;
+            }
+        }
+        // A partial lockstep step leaves its other lanes idle (masked).
+        self.counters.masked_lanes += self.levels[l].lanes as u64 - n;
+    }
+
+    /// Spawns steps while windows have room and parents' bounds are known.
     fn generate(&mut self) -> bool {
         let mut any = false;
+        self.storage_blocked = false;
         for l in 0..self.levels.len() {
             loop {
-                if self.fault.is_some() || self.levels[l].window.len() >= self.levels[l].capacity {
-                    break;
+                if self.fault.is_some() {
+                    return any;
                 }
+                let (lanes, cap, len) =
+                    (self.levels[l].lanes as u64, self.levels[l].capacity, self.levels[l].window.len());
                 if l == 0 {
-                    let Bounds::Dense { end, .. } = self.program.tus[0].bounds else { break };
                     let next = self.levels[0].gen_cursor;
-                    if next >= end {
+                    if next >= self.root_end {
                         break;
                     }
-                    self.levels[0].gen_cursor += 1;
-                    self.spawn(0, NO_PARENT, next);
+                    let n = (self.root_end - next).min(lanes);
+                    if len + n as usize > cap {
+                        self.storage_blocked = true;
+                        break;
+                    }
+                    self.levels[0].gen_cursor += n;
+                    self.spawn_step(0, NO_PARENT, next, next - self.root_begin, n);
                     any = true;
                     continue;
                 }
                 let pseq = self.levels[l].gen_cursor;
-                let (upper, _) = self.levels.split_at_mut(l);
-                let plev = &mut upper[l - 1];
+                let plev = &self.levels[l - 1];
                 if pseq >= plev.next_seq {
                     break;
                 }
-                let all = plev.all_ready;
                 let pidx = (pseq - plev.head_seq) as usize;
-                if plev.window[pidx].ready != all {
+                if plev.window[pidx].ready != plev.all_ready {
                     break;
                 }
                 if !plev.window[pidx].bounds_known {
-                    let (b, e) = match self.program.tus[l].bounds {
-                        Bounds::Dense { begin, end } => (begin, end),
-                        Bounds::Range { begin, end } => {
-                            let p = &plev.window[pidx];
-                            (
-                                p.values[self.place[begin.0 as usize].1 as usize],
-                                p.values[self.place[end.0 as usize].1 as usize],
-                            )
+                    let p = &plev.window[pidx];
+                    let bounds = match self.program.tus[l].bounds {
+                        Bounds::Dense { begin, end } => Some((begin, end)),
+                        Bounds::Range { begin, end } => Some((
+                            p.values[self.place[begin.0 as usize].1 as usize],
+                            p.values[self.place[end.0 as usize].1 as usize],
+                        )),
+                        Bounds::Indexed { from, count, .. } => {
+                            let b = self.operand(l - 1, pidx, from).unwrap_or(0);
+                            let c = self.operand(l - 1, pidx, count).unwrap_or(0);
+                            b.checked_add(c).map(|e| (b, e))
                         }
                     };
-                    let p = &mut plev.window[pidx];
+                    let Some((b, e)) = bounds else {
+                        self.fault = Some(AuFault::Arithmetic {
+                            stream: u8::MAX,
+                            what: "indexed traversal position overflow",
+                        });
+                        return any;
+                    };
+                    let p = &mut self.levels[l - 1].window[pidx];
                     p.bounds_known = true;
+                    p.child_begin = b;
                     p.child_next = b;
-                    p.child_end = e;
+                    p.child_end = e.max(b);
                 }
-                let p = &mut plev.window[pidx];
-                if p.child_next < p.child_end {
-                    let v = p.child_next;
-                    p.child_next += 1;
-                    self.spawn(l, pseq, v);
+                let p = &self.levels[l - 1].window[pidx];
+                let (next, end, begin) = (p.child_next, p.child_end, p.child_begin);
+                if next < end {
+                    let n = (end - next).min(lanes);
+                    if len + n as usize > cap {
+                        self.storage_blocked = true;
+                        break;
+                    }
+                    self.levels[l - 1].window[pidx].child_next += n;
+                    self.spawn_step(l, pseq, next, next - begin, n);
                 } else {
-                    p.children_done = true;
+                    self.levels[l - 1].window[pidx].children_done = true;
                     self.levels[l].gen_cursor += 1;
                 }
                 any = true;
@@ -515,9 +810,53 @@ impl<M> AccessUnit<M> {
     }
 
     fn outermost_done(&self) -> bool {
-        match self.program.tus[0].bounds {
-            Bounds::Dense { end, .. } => self.levels[0].gen_cursor >= end,
-            Bounds::Range { .. } => true,
+        self.levels[0].gen_cursor >= self.root_end
+    }
+
+    /// Whether every lane of the lockstep step at the head of level `l` is ready (the step
+    /// advances together; masked lanes were never spawned, so they do not hold it back).
+    fn step_ready(&self, l: usize) -> bool {
+        let lev = &self.levels[l];
+        let Some(h) = lev.window.front() else { return false };
+        let step = h.j / lev.lanes as u64;
+        lev.window
+            .iter()
+            .take_while(|it| it.parent == h.parent && it.j / lev.lanes as u64 == step)
+            .all(|it| it.ready == lev.all_ready)
+    }
+
+    /// Whether some line (a load or a queue write) waits to issue.
+    fn issue_pending(&self) -> bool {
+        self.chunks.iter().any(|c| c.sealed && c.issued < c.lines)
+            || self.levels.iter().any(|l| l.issue.iter().any(|q| !q.is_empty()))
+    }
+
+    /// Seals the partial chunk being filled; `flush` marks one sealed before it was full.
+    fn seal_back(&mut self, flush: bool) {
+        let line = self.cfg.line_bytes as u64;
+        let Some(c) = self.chunks.back_mut() else { return };
+        if c.sealed || c.entries.is_empty() {
+            return;
+        }
+        c.sealed = true;
+        let ctrl = (c.entries.len() as u64 * 4).div_ceil(line);
+        c.lines = u32::try_from(ctrl + c.data_bytes.div_ceil(line)).unwrap_or(u32::MAX);
+        if flush {
+            self.counters.chunks_flushed += 1;
+        }
+    }
+
+    /// Address of line `i` of chunk `c`: its control lines, then its data lines.
+    fn chunk_line_addr(&self, c: &Chunk, i: u32) -> u64 {
+        let line = self.cfg.line_bytes as u64;
+        let slot = c.seq % self.cfg.outq_chunks as u64;
+        let ctrl = (c.entries.len() as u64 * 4).div_ceil(line);
+        let base = self.cfg.outq_base;
+        if (i as u64) < ctrl {
+            base.wrapping_add(slot.wrapping_mul(self.ctrl_stride)).wrapping_add(i as u64 * line)
+        } else {
+            let data = base.wrapping_add((self.cfg.outq_chunks as u64).wrapping_mul(self.ctrl_stride));
+            data.wrapping_add(slot.wrapping_mul(self.data_stride)).wrapping_add((i as u64 - ctrl) * line)
         }
     }
 }
@@ -526,24 +865,61 @@ impl<M> AccessUnit<M>
 where
     M: Carries<MemRequest> + Carries<MemResponse> + Carries<OutqEntry>,
 {
+    fn can_issue(&self) -> bool {
+        self.issued_this_cycle < self.cfg.requests_per_cycle && self.outstanding < self.cfg.max_outstanding
+    }
+
+    fn count_request(&mut self) {
+        self.outstanding += 1;
+        self.counters.peak_outstanding = self.counters.peak_outstanding.max(self.outstanding);
+        self.issued_this_cycle += 1;
+    }
+
     fn issue(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
         let line = self.cfg.line_bytes as u64;
         let mut any = false;
-        for l in 0..self.levels.len() {
-            while self.issued_this_cycle < self.cfg.requests_per_cycle
-                && self.outstanding < self.cfg.max_outstanding
-            {
-                let lev = &mut self.levels[l];
-                let Some(&(seq, k)) = lev.issue.front() else { break };
-                let it = &mut lev.window[(seq - lev.head_seq) as usize];
-                let k = k as usize;
-                if it.lines_issued[k] == it.lines_total[k] {
-                    lev.issue.pop_front();
-                    continue;
+        // Queue writes first: the core waits on them.
+        for ci in 0..self.chunks.len() {
+            while self.can_issue() {
+                let c = &self.chunks[ci];
+                if !c.sealed || c.issued >= c.lines {
+                    break;
                 }
+                let addr = self.chunk_line_addr(c, c.issued);
+                let id = (WRITE_TAG << 56) | (c.seq & SEQ_MASK);
+                let req = MemRequest::write(id, addr, self.cfg.line_bytes, ctx.now());
+                let link = self.ports.queue.map_or(self.ports.mem_req, |(req, _)| req);
+                if ctx.send(link, M::wrap(req)).is_err() {
+                    return any;
+                }
+                self.chunks[ci].issued += 1;
+                self.count_request();
+                self.counters.write_requests += 1;
+                let id = self.stats.write_requests;
+                ctx.stats().inc(id);
+                any = true;
+            }
+        }
+        // Then layers outermost first, round-robin over lanes, in order within a lane.
+        for l in 0..self.levels.len() {
+            while self.can_issue() {
+                let lev = &mut self.levels[l];
+                let nl = lev.issue.len();
+                let Some(lane) = (0..nl).map(|d| (lev.rr + d) % nl).find(|&ln| !lev.issue[ln].is_empty())
+                else {
+                    break;
+                };
+                let Some(&(seq, k)) = lev.issue[lane].front() else { break };
+                let Some(idx) =
+                    seq.checked_sub(lev.head_seq).map(|i| i as usize).filter(|&i| i < lev.window.len())
+                else {
+                    lev.issue[lane].pop_front();
+                    continue;
+                };
+                let it = &mut lev.window[idx];
+                let k = k as usize;
                 let addr = (it.addr[k] / line + it.lines_issued[k] as u64) * line;
-                // id: level (8 bits) | local stream (8 bits) | iteration seq (48 bits).
-                let id = ((l as u64) << 56) | ((k as u64) << 48) | (seq & ((1 << 48) - 1));
+                let id = ((l as u64) << 56) | ((k as u64) << 48) | (seq & SEQ_MASK);
                 let req = MemRequest::read(id, addr, self.cfg.line_bytes, ctx.now());
                 if ctx.send(self.ports.mem_req, M::wrap(req)).is_err() {
                     return any;
@@ -552,12 +928,18 @@ where
                     it.first_issue[k] = ctx.now();
                 }
                 it.lines_issued[k] += 1;
-                self.outstanding += 1;
-                self.counters.peak_outstanding = self.counters.peak_outstanding.max(self.outstanding);
-                self.issued_this_cycle += 1;
+                // Drop a fully issued load at once: its iteration may retire before we return.
+                if it.lines_issued[k] >= it.lines_total[k] {
+                    lev.issue[lane].pop_front();
+                }
+                lev.rr = (lane + 1) % nl;
+                self.count_request();
                 self.counters.requests += 1;
-                let id = self.stats.requests;
-                ctx.stats().inc(id);
+                self.counters.layer_requests[l] += 1;
+                let (a, b) = (self.stats.requests, self.stats.layer_requests[l]);
+                let s = ctx.stats();
+                s.inc(a);
+                s.inc(b);
                 any = true;
             }
         }
@@ -567,8 +949,16 @@ where
     fn complete(&mut self, resp: MemResponse, ctx: &mut Ctx<'_, M>) {
         let l = (resp.id >> 56) as usize;
         let k = ((resp.id >> 48) & 0xff) as usize;
-        let seq = resp.id & ((1 << 48) - 1);
+        let seq = resp.id & SEQ_MASK;
         self.outstanding = self.outstanding.saturating_sub(1);
+        if l as u64 == WRITE_TAG {
+            let front = self.chunks.front().map_or(0, |c| c.seq);
+            if let Some(c) = seq.checked_sub(front).and_then(|i| self.chunks.get_mut(i as usize)) {
+                c.acked += 1;
+            }
+            ctx.progress();
+            return;
+        }
         let Some(lev) = self.levels.get_mut(l) else { return };
         let Some(idx) = seq.checked_sub(lev.head_seq).map(|i| i as usize).filter(|&i| i < lev.window.len())
         else {
@@ -593,9 +983,42 @@ where
         self.evaluate(l, idx);
     }
 
-    /// Sends callback `cb` with operands read from the window heads.
+    /// Hands complete, written chunks to the core in order; a chunk's buffer frees once the
+    /// link has taken all its entries.
+    fn publish(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+        let outq = self.ports.outq;
+        let mut any = false;
+        while let Some(c) = self.chunks.front_mut() {
+            if !c.sealed || c.acked < c.lines {
+                break;
+            }
+            while c.sent < c.entries.len() {
+                // A refused send registers us for a Wake::Space when the core pops.
+                if ctx.send(outq, M::wrap(c.entries[c.sent])).is_err() {
+                    return any;
+                }
+                c.sent += 1;
+                any = true;
+            }
+            self.chunks.pop_front();
+            self.counters.chunks_written += 1;
+            let id = self.stats.chunks;
+            ctx.stats().inc(id);
+            ctx.progress();
+            any = true;
+        }
+        any
+    }
+
+    /// Writes callback `cb`, with operands read from the window heads, into the chunk being
+    /// filled; false when the per-cycle budget is spent or no chunk is free.
     fn send_callback(&mut self, cb: usize, ctx: &mut Ctx<'_, M>) -> bool {
         if self.emitted_this_cycle >= self.cfg.events_per_cycle {
+            return false;
+        }
+        let need_new = self.chunks.back().is_none_or(|c| c.sealed);
+        if need_new && self.chunks.len() >= self.cfg.outq_chunks as usize {
+            self.outq_blocked = true;
             return false;
         }
         let c = &self.program.callbacks[cb];
@@ -604,10 +1027,28 @@ where
         for (i, s) in c.operands.iter().enumerate() {
             entry.operands[i] = self.head_value(s.0);
         }
-        // A refused send registers us for a Wake::Space when the core pops.
-        if ctx.send(self.ports.outq, M::wrap(entry)).is_err() {
-            return false;
+        if need_new {
+            let cap = self.cfg.outq_chunk_entries.min(1 << 12) as usize;
+            self.chunks.push_back(Chunk {
+                seq: self.next_chunk,
+                entries: Vec::with_capacity(cap),
+                data_bytes: 0,
+                sealed: false,
+                lines: 0,
+                issued: 0,
+                acked: 0,
+                sent: 0,
+            });
+            self.next_chunk += 1;
         }
+        let bytes = self.cb_bytes[cb];
+        let Some(chunk) = self.chunks.back_mut() else { return false };
+        chunk.entries.push(entry);
+        chunk.data_bytes += bytes;
+        if chunk.entries.len() >= self.cfg.outq_chunk_entries as usize {
+            self.seal_back(false);
+        }
+        self.last_touch = ctx.now();
         self.emitted_this_cycle += 1;
         self.counters.events += 1;
         let id = self.stats.events;
@@ -617,6 +1058,9 @@ where
 
     /// Emits the next callback event in program order, or retires a finished iteration.
     fn emit_one(&mut self, ctx: &mut Ctx<'_, M>) -> Emit {
+        if self.emitted_all {
+            return Emit::Blocked;
+        }
         if self.root_pre_emitted < self.root_pre.len() {
             let cb = self.root_pre[self.root_pre_emitted];
             if !self.send_callback(cb, ctx) {
@@ -647,8 +1091,7 @@ where
                         self.root_post_emitted += 1;
                         return Emit::Sent;
                     }
-                    self.finished = true;
-                    self.counters.finish_tick = Some(ctx.now());
+                    self.emitted_all = true;
                     ctx.progress();
                     return Emit::Blocked;
                 }
@@ -670,7 +1113,7 @@ where
                 return Emit::Popped;
             }
             let Some(h) = self.levels[l].window.front() else { return Emit::Blocked };
-            if h.ready != self.levels[l].all_ready {
+            if h.ready != self.levels[l].all_ready || (self.levels[l].lockstep && !self.step_ready(l)) {
                 return Emit::Blocked;
             }
             if let Some(&cb) = self.levels[l].pre.get(h.pre_emitted as usize) {
@@ -692,6 +1135,26 @@ where
         Emit::Blocked
     }
 
+    /// Opens or closes the stall intervals; `active` per cause, in `stall_since` order.
+    fn account_stalls(&mut self, now: Tick, active: [bool; 3]) {
+        for (i, &on) in active.iter().enumerate() {
+            match (on, self.stall_since[i]) {
+                (true, None) => self.stall_since[i] = Some(now),
+                (false, Some(t)) => {
+                    let cycles = self.cfg.clock.cycle_at(now) - self.cfg.clock.cycle_at(t);
+                    let c = &mut self.counters;
+                    *[
+                        &mut c.storage_stall_cycles,
+                        &mut c.outstanding_stall_cycles,
+                        &mut c.outq_stall_cycles,
+                    ][i] += cycles;
+                    self.stall_since[i] = None;
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn step(&mut self, ctx: &mut Ctx<'_, M>) {
         let cycle = self.cfg.clock.cycle_at(ctx.now());
         if cycle != self.cycle {
@@ -704,30 +1167,72 @@ where
                 self.complete(resp, ctx);
             }
         }
+        if let Some((_, queue_resp)) = self.ports.queue {
+            while let Some(msg) = ctx.recv(queue_resp) {
+                if let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) {
+                    self.complete(resp, ctx);
+                }
+            }
+        }
         loop {
             if self.fault.is_some() || self.finished {
                 return;
             }
-            let mut moved = self.generate();
-            moved |= self.issue(ctx);
-            while matches!(self.emit_one(ctx), Emit::Sent | Emit::Popped) {
-                moved = true;
+            loop {
+                let mut moved = self.generate();
+                moved |= self.issue(ctx);
+                moved |= self.publish(ctx);
+                self.outq_blocked = false;
+                while matches!(self.emit_one(ctx), Emit::Sent | Emit::Popped) {
+                    moved = true;
+                }
+                if !moved || self.fault.is_some() {
+                    break;
+                }
             }
-            if !moved {
-                break;
+            // Flush rule: the last chunk goes out at the end; a partial chunk that has waited
+            // `outq_flush_cycles` for more entries goes out too, so the core is not starved.
+            let partial = self.chunks.back().is_some_and(|c| !c.sealed && !c.entries.is_empty());
+            let emit_capped = self.emitted_this_cycle >= self.cfg.events_per_cycle;
+            if partial && self.emitted_all {
+                self.seal_back(true);
+                continue;
             }
+            if partial && !emit_capped && self.cfg.outq_flush_cycles != u32::MAX {
+                let deadline =
+                    self.cfg.clock.after_cycles(self.last_touch, self.cfg.outq_flush_cycles as u64);
+                if ctx.now() >= deadline {
+                    self.seal_back(true);
+                    continue;
+                }
+                if self.flush_at != Some(deadline) {
+                    self.flush_at = Some(deadline);
+                    ctx.schedule_at(deadline, Priority::DEFAULT, FLUSH_TIMER);
+                }
+            }
+            break;
         }
+        let now = ctx.now();
+        if self.emitted_all && self.chunks.is_empty() && self.fault.is_none() {
+            self.finished = true;
+            self.counters.finish_tick = Some(now);
+            self.account_stalls(now, [false; 3]);
+            ctx.progress();
+            return;
+        }
+        let outstanding_full = self.outstanding >= self.cfg.max_outstanding && self.issue_pending();
+        self.account_stalls(now, [self.storage_blocked, outstanding_full, self.outq_blocked]);
         // Only the per-cycle budgets hold us back: come back next cycle. Otherwise sleep until
-        // a response arrives or the output queue or request link frees a slot.
+        // a response arrives, the output queue or request link frees a slot, or a flush is due.
         let issue_capped = self.issued_this_cycle >= self.cfg.requests_per_cycle
             && self.outstanding < self.cfg.max_outstanding
-            && self.levels.iter().any(|l| !l.issue.is_empty());
+            && self.issue_pending();
         let emit_capped = self.emitted_this_cycle >= self.cfg.events_per_cycle;
         if issue_capped || emit_capped {
             let next = self.cfg.clock.edge(cycle + 1);
             if self.timer_at.is_none_or(|t| t > next || t < ctx.now()) {
                 self.timer_at = Some(next);
-                ctx.schedule_at(next, Priority::DEFAULT, 0);
+                ctx.schedule_at(next, Priority::DEFAULT, CYCLE_TIMER);
             }
         }
     }
@@ -744,8 +1249,10 @@ where
     }
 
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
-        if let Wake::Timer(_) = why {
-            self.timer_at = None;
+        match why {
+            Wake::Timer(CYCLE_TIMER) => self.timer_at = None,
+            Wake::Timer(FLUSH_TIMER) => self.flush_at = None,
+            _ => {}
         }
         self.step(ctx);
     }
@@ -757,6 +1264,26 @@ where
     fn status(&self) -> String {
         let windows: Vec<String> =
             self.levels.iter().map(|l| format!("{}/{}", l.window.len(), l.capacity)).collect();
-        format!("{} requests in flight; windows {}", self.outstanding, windows.join(" "))
+        let chunks: Vec<String> = self
+            .chunks
+            .iter()
+            .map(|c| {
+                let state = if !c.sealed {
+                    "filling"
+                } else if c.acked < c.lines {
+                    "writing"
+                } else {
+                    "waiting for the core"
+                };
+                format!("{} entries {state}", c.entries.len())
+            })
+            .collect();
+        format!(
+            "{} requests in flight; windows {}; outq chunks [{}] of {}",
+            self.outstanding,
+            windows.join(" "),
+            chunks.join(", "),
+            self.cfg.outq_chunks
+        )
     }
 }

@@ -1,6 +1,7 @@
 //! Code generation: an EmbeddingBag to per-core access-unit and core programs.
 //!
-//! Work is partitioned across cores as contiguous ranges of bags with equal lookup counts. For
+//! Work is partitioned across cores as contiguous ranges of bags of nearly equal cost (lookups
+//! plus one per bag, so skewed bags such as a power-law graph's in-neighbour lists balance). For
 //! a decoupled target each core gets an access-unit program (a dense TU over its bags, a range
 //! TU over each bag's CSR slice, chained index and row loads, callbacks at bag begin, per
 //! lookup and at bag end) and a core program that dispatches on control ids and accumulates the
@@ -40,6 +41,9 @@ pub struct TargetInfo {
     pub cores: u32,
     /// f32 lanes of a vector register.
     pub vector_lanes: u32,
+    /// Lanes of the access unit (decoupled targets): lookups of one bag advance in lockstep
+    /// over them, under a broadcast layer of bags. 1 keeps both levels single-lane.
+    pub au_lanes: u32,
 }
 
 /// The programs and data of one core.
@@ -91,10 +95,31 @@ pub enum CompileError {
     },
 }
 
-/// Splits `bags` into `parts` contiguous ranges of nearly equal size.
-pub fn partition(bags: u64, parts: u32) -> Vec<Range<u64>> {
-    let parts = parts.max(1) as u64;
-    (0..parts).map(|i| (bags * i / parts)..(bags * (i + 1) / parts)).collect()
+/// Splits the bags of CSR `offsets` (`bags + 1` entries) into `parts` contiguous ranges of
+/// nearly equal cost, a bag costing its lookups plus one (its own setup and store): the range
+/// boundaries are where the running cost crosses `k / parts` of the total. No range then costs
+/// more than its share plus one bag, which matters when bag sizes are skewed (the in-degrees of
+/// a power-law graph) and an equal *count* of bags would leave one core with most of the work.
+pub fn partition_by_cost(offsets: &[u32], parts: u32) -> Vec<Range<u64>> {
+    let bags = offsets.len().saturating_sub(1) as u64;
+    let parts = u64::from(parts.max(1));
+    let cost = |g: u64| u64::from(offsets[g as usize]) + g;
+    let total = if bags == 0 { 0 } else { cost(bags) };
+    let mut ranges = Vec::with_capacity(parts as usize);
+    let mut start = 0u64;
+    for k in 1..=parts {
+        // The first boundary at or past this part's share (binary search on the running cost).
+        let target = total * k / parts;
+        let (mut lo, mut hi) = (start, bags);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if cost(mid) < target { lo = mid + 1 } else { hi = mid }
+        }
+        let end = if k == parts { bags } else { lo };
+        ranges.push(start..end);
+        start = end;
+    }
+    ranges
 }
 
 /// Compiles `spec` with inputs `inst` for `target`.
@@ -117,14 +142,21 @@ pub fn compile(
             spec.dim, target.vector_lanes
         )));
     }
-    let layout = Layout::plan(spec);
+    let layout = Layout::plan(spec, &inst);
     let regions = layout.regions(spec, &inst);
     let mut jobs = Vec::new();
-    for bags in partition(spec.bags(), target.cores) {
+    if inst.offsets.len() as u64 != spec.bags() + 1 {
+        return Err(CompileError::Internal {
+            what: "instance",
+            message: format!("{} offsets for {} bags", inst.offsets.len(), spec.bags()),
+        });
+    }
+    for bags in partition_by_cost(&inst.offsets, target.cores) {
         let (au, core_text) = match target.target {
-            Target::Decoupled => {
-                (Some(au_program(spec, &layout, &bags)?), dae_core_text(spec, &layout, target.vector_lanes))
-            }
+            Target::Decoupled => (
+                Some(au_program(spec, &layout, &bags, target.au_lanes)?),
+                dae_core_text(spec, &layout, target.vector_lanes),
+            ),
             Target::CoreOnly => (None, loop_core_text(spec, &layout, &bags, target.vector_lanes)),
         };
         let core = exec_core::parse(&core_text)
@@ -136,13 +168,25 @@ pub fn compile(
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
 }
 
-fn au_program(spec: &WorkloadSpec, l: &Layout, bags: &Range<u64>) -> Result<AuProgram, CompileError> {
+fn au_program(
+    spec: &WorkloadSpec,
+    l: &Layout,
+    bags: &Range<u64>,
+    au_lanes: u32,
+) -> Result<AuProgram, CompileError> {
     let rb = spec.row_bytes();
+    // Bags broadcast over the lanes, a bag's lookups in lockstep across them (the TMU's
+    // layout for embedding bags); a single-lane unit keeps both levels single.
+    let (outer, inner) = if au_lanes >= 2 {
+        (" broadcast".to_string(), format!(" lockstep {au_lanes}"))
+    } else {
+        Default::default()
+    };
     let text = format!(
         "\
 .au
-tu t0 = dense {g0}..{g1}
-tu t1 = range s1..s2 in t0
+tu t0 = dense {g0}..{g1}{outer}
+tu t1 = range s1..s2 in t0{inner}
 s0 = ite t0
 s1 = load.u32 [{off:#x} + s0 * 4] in t0
 s2 = load.u32 [{off1:#x} + s0 * 4] in t0

@@ -28,12 +28,22 @@ impl EmbeddingBagInstance {
     /// Draws the indices of `spec` from streams of `seeds` named after the workload.
     pub fn generate(spec: &WorkloadSpec, seeds: &SeedTree) -> Self {
         let tree = seeds.child(&format!("workload.{}", spec.name));
+        let table_seed = rand::Rng::next_u64(&mut tree.stream("tables"));
+        if let Some(g) = &spec.graph {
+            // GNN aggregation: bag v holds v's in-neighbours (see crate::graph).
+            let mut csr = crate::graph::generate(g, &mut tree.stream("graph"));
+            // A mini-batch aggregates the first `batch` vertices only.
+            let bags = (spec.batch as usize).min(csr.offsets.len() - 1);
+            csr.offsets.truncate(bags + 1);
+            csr.sources.truncate(csr.offsets[bags] as usize);
+            return Self { offsets: csr.offsets, indices: csr.sources, table_seed };
+        }
+        let dist = spec.indices.unwrap_or(crate::workload::IndexDistribution::Uniform);
         let mut offsets = Vec::with_capacity(spec.bags() as usize + 1);
         let mut indices = Vec::with_capacity(spec.lookups() as usize);
         offsets.push(0);
         for t in 0..spec.tables {
-            let mut g =
-                IndexGenerator::new(spec.indices, spec.rows, tree.stream(&format!("table{t}.indices")));
+            let mut g = IndexGenerator::new(dist, spec.rows, tree.stream(&format!("table{t}.indices")));
             for _ in 0..spec.batch {
                 for _ in 0..spec.bag_size {
                     indices.push(g.next_index() as u32);
@@ -41,7 +51,6 @@ impl EmbeddingBagInstance {
                 offsets.push(indices.len() as u32);
             }
         }
-        let table_seed = rand::Rng::next_u64(&mut tree.stream("tables"));
         Self { offsets, indices, table_seed }
     }
 

@@ -54,11 +54,12 @@ fn align(x: u64, to: u64) -> u64 {
 }
 
 impl Layout {
-    /// Places the arrays one after another on page boundaries, from 1 MiB.
-    pub fn plan(spec: &WorkloadSpec) -> Self {
+    /// Places the arrays of `spec` with inputs `inst` one after another on page boundaries,
+    /// from 1 MiB (sized by the instance: GNN bags differ in size).
+    pub fn plan(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Self {
         let offsets = 1 << 20;
-        let indices = align(offsets + (spec.bags() + 1) * 4, PAGE);
-        let tables = align(indices + spec.lookups().max(1) * 4, PAGE);
+        let indices = align(offsets + inst.offsets.len().max(1) as u64 * 4, PAGE);
+        let tables = align(indices + inst.indices.len().max(1) as u64 * 4, PAGE);
         let table_bytes = spec.rows * spec.row_bytes();
         let output = align(tables + spec.tables as u64 * table_bytes, PAGE);
         Self { offsets, indices, tables, output }

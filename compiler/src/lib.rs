@@ -2,7 +2,7 @@
 //!
 //! A workload ([`workload::WorkloadSpec`]) names an operation and its shapes; its inputs are
 //! drawn from seeded generators ([`indices`]: uniform, or Zipf with a random permutation of row
-//! ids as in FBGEMM's benchmarks) and its reference result is what PyTorch computes
+//! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) and its reference result is what PyTorch computes
 //! ([`embedding_bag`]). Code generation ([`codegen`]) places the data in the simulated address
 //! space ([`layout`]), partitions the bags across cores, and emits for each core an access-unit
 //! program and a core program (decoupled targets) or a loop nest with its own loads (core-only
@@ -10,11 +10,13 @@
 
 pub mod codegen;
 pub mod embedding_bag;
+pub mod graph;
 pub mod indices;
 pub mod layout;
 pub mod workload;
 
-pub use codegen::{CompileError, CompiledWorkload, CoreJob, Target, TargetInfo, compile, partition};
+pub use codegen::{CompileError, CompiledWorkload, CoreJob, Target, TargetInfo, compile, partition_by_cost};
 pub use embedding_bag::EmbeddingBagInstance;
+pub use graph::{Csr, GraphSpec};
 pub use layout::{Contents, DataRegion, Layout};
 pub use workload::{Dtype, IndexDistribution, Op, Pooling, WorkloadError, WorkloadSpec};

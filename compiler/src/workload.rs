@@ -14,7 +14,26 @@
 //! distribution = "zipf"      # or "uniform"
 //! alpha = 1.05
 //! ```
+//!
+//! GNN aggregation (`op = "gnn_aggregate"`) sums each vertex's in-neighbours' feature rows; its
+//! `[graph]` section replaces `tables`, `rows`, `bag_size` and `[indices]`, which
+//! [`WorkloadSpec::resolved`] derives from the graph (one table of one row per vertex,
+//! `edge_factor` lookups per bag on average). `batch`, if given, aggregates only the first
+//! `batch` vertices (a mini-batch of destinations; labels are scrambled, so they are a random
+//! sample); by default every vertex:
+//!
+//! ```toml
+//! name = "gnn-rmat"
+//! op = "gnn_aggregate"
+//! dim = 64
+//! dtype = "f32"
+//! [graph]
+//! generator = "rmat"
+//! scale = 15
+//! edge_factor = 16
+//! ```
 
+use crate::graph::GraphSpec;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -24,13 +43,17 @@ use thiserror::Error;
 pub enum Op {
     /// PyTorch `nn.EmbeddingBag` over several tables.
     EmbeddingBag,
+    /// GNN neighbour aggregation: `out[v] = sum of x[u] over the edges u -> v` (an SpMM of the
+    /// adjacency matrix with the feature matrix, as PyG's `scatter(..., reduce="sum")`).
+    GnnAggregate,
 }
 
 /// How the rows of a bag are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pooling {
     /// Sum of the rows.
+    #[default]
     Sum,
     /// Mean of the rows.
     Mean,
@@ -74,22 +97,32 @@ pub struct WorkloadSpec {
     pub name: String,
     /// The operation.
     pub op: Op,
-    /// Pooling of each bag.
+    /// Pooling of each bag (default sum).
+    #[serde(default)]
     pub pooling: Pooling,
-    /// Number of tables.
+    /// Number of tables (embedding bags; derived from the graph for GNN aggregation).
+    #[serde(default)]
     pub tables: u32,
-    /// Rows per table.
+    /// Rows per table (embedding bags; derived from the graph for GNN aggregation).
+    #[serde(default)]
     pub rows: u64,
     /// Columns per row.
     pub dim: u32,
     /// Element type.
     pub dtype: Dtype,
-    /// Bags per table (samples in the batch).
+    /// Bags per table (samples in the batch; destination vertices for GNN aggregation, all by
+    /// default).
+    #[serde(default)]
     pub batch: u32,
-    /// Lookups per bag.
+    /// Lookups per bag (the graph's mean in-degree, for GNN aggregation, where bags differ).
+    #[serde(default)]
     pub bag_size: u32,
-    /// How indices are drawn.
-    pub indices: IndexDistribution,
+    /// How indices are drawn (embedding bags only).
+    #[serde(default)]
+    pub indices: Option<IndexDistribution>,
+    /// The graph (GNN aggregation only).
+    #[serde(default)]
+    pub graph: Option<GraphSpec>,
 }
 
 /// A workload the compiler cannot take, naming the field at fault.
@@ -107,7 +140,62 @@ fn bad(field: &'static str, message: impl Into<String>) -> WorkloadError {
 }
 
 impl WorkloadSpec {
-    /// Checks the values the code generator relies on.
+    /// The spec with the fields its op derives filled in (GNN aggregation: one table with a row
+    /// and a bag per vertex), checked with [`WorkloadSpec::validate`]. Fields the op does not
+    /// take are errors, so a mistyped workload never silently runs as something else.
+    pub fn resolved(&self) -> Result<WorkloadSpec, WorkloadError> {
+        let mut w = self.clone();
+        match self.op {
+            Op::EmbeddingBag => {
+                if self.graph.is_some() {
+                    return Err(bad("graph", "only op = \"gnn_aggregate\" takes a graph"));
+                }
+                for (field, missing) in [
+                    ("tables", self.tables == 0),
+                    ("rows", self.rows == 0),
+                    ("batch", self.batch == 0),
+                    ("bag_size", self.bag_size == 0),
+                    ("indices", self.indices.is_none()),
+                ] {
+                    if missing {
+                        return Err(bad(field, "required (at least 1) for op = \"embedding_bag\""));
+                    }
+                }
+            }
+            Op::GnnAggregate => {
+                let Some(g) = self.graph else {
+                    return Err(bad("graph", "required for op = \"gnn_aggregate\""));
+                };
+                for (field, set) in [
+                    ("tables", self.tables != 0),
+                    ("rows", self.rows != 0),
+                    ("bag_size", self.bag_size != 0),
+                    ("indices", self.indices.is_some()),
+                ] {
+                    if set {
+                        return Err(bad(field, "not used by op = \"gnn_aggregate\": the graph sets it"));
+                    }
+                }
+                g.check().map_err(|(field, message)| bad(field, message))?;
+                if u64::from(self.batch) > g.vertices() {
+                    return Err(bad(
+                        "batch",
+                        format!("{} destination vertices, but the graph has {}", self.batch, g.vertices()),
+                    ));
+                }
+                w.tables = 1;
+                w.rows = g.vertices();
+                if w.batch == 0 {
+                    w.batch = g.vertices() as u32;
+                }
+                w.bag_size = (g.edges() / g.vertices()) as u32;
+            }
+        }
+        w.validate()?;
+        Ok(w)
+    }
+
+    /// Checks the values the code generator relies on (of a [`WorkloadSpec::resolved`] spec).
     pub fn validate(&self) -> Result<(), WorkloadError> {
         if self.pooling != Pooling::Sum {
             return Err(bad(
@@ -131,10 +219,26 @@ impl WorkloadSpec {
         if lookups > u32::MAX as u64 {
             return Err(bad("batch", format!("{lookups} lookups in all do not fit 32-bit offsets")));
         }
-        if let IndexDistribution::Zipf { alpha } = self.indices
+        if let Some(IndexDistribution::Zipf { alpha }) = self.indices
             && !(alpha.is_finite() && alpha > 0.0)
         {
             return Err(bad("indices.alpha", format!("{alpha} must be a positive number")));
+        }
+        match (self.op, self.graph) {
+            (Op::EmbeddingBag, None) if self.indices.is_some() => {}
+            (Op::EmbeddingBag, _) => {
+                return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
+            }
+            (Op::GnnAggregate, Some(g)) => {
+                g.check().map_err(|(field, message)| bad(field, message))?;
+                if self.tables != 1 || self.rows != g.vertices() || u64::from(self.batch) > g.vertices() {
+                    return Err(bad(
+                        "graph",
+                        "tables, rows and batch must be those the graph sets (use resolved())",
+                    ));
+                }
+            }
+            (Op::GnnAggregate, None) => return Err(bad("graph", "required for op = \"gnn_aggregate\"")),
         }
         Ok(())
     }
@@ -149,7 +253,8 @@ impl WorkloadSpec {
         self.tables as u64 * self.batch as u64
     }
 
-    /// Lookups in all tables.
+    /// Lookups in all tables (for GNN aggregation, the expected count: bags differ in size, and
+    /// the instance's `indices` holds the real one).
     pub fn lookups(&self) -> u64 {
         self.bags() * self.bag_size as u64
     }

@@ -2,7 +2,7 @@
 
 use compiler::{
     EmbeddingBagInstance, IndexDistribution, Op, Pooling, Target, TargetInfo, WorkloadSpec, compile,
-    partition,
+    partition_by_cost,
 };
 use sim_core::SeedTree;
 use sim_core::procedural::table_value;
@@ -18,23 +18,55 @@ fn spec() -> WorkloadSpec {
         dtype: compiler::Dtype::F32,
         batch: 5,
         bag_size: 4,
-        indices: IndexDistribution::Zipf { alpha: 1.1 },
+        indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
+        graph: None,
     }
 }
 
 #[test]
-fn partition_covers_every_bag_once_and_balances() {
-    for (bags, parts) in [(15u64, 4u32), (3, 8), (0, 2), (1000, 7)] {
-        let p = partition(bags, parts);
+fn partition_covers_every_bag_once_and_balances_cost() {
+    let csr = |sizes: &[u32]| {
+        let mut o = vec![0u32];
+        for s in sizes {
+            o.push(o.last().unwrap() + s);
+        }
+        o
+    };
+    let equal = csr(&[4; 15]);
+    let skewed = csr(&[1, 1, 1, 1, 200, 1, 1, 1, 1, 1, 1, 1, 50, 50, 1, 1]);
+    for (offsets, parts) in [
+        (equal.clone(), 4u32),
+        (csr(&[2, 2, 2]), 8),
+        (csr(&[]), 2),
+        (csr(&[3; 1000]), 7),
+        (skewed.clone(), 3),
+    ] {
+        let p = partition_by_cost(&offsets, parts);
+        let bags = offsets.len() as u64 - 1;
         assert_eq!(p.len(), parts as usize);
         assert_eq!(p.first().unwrap().start, 0);
         assert_eq!(p.last().unwrap().end, bags);
         for w in p.windows(2) {
             assert_eq!(w[0].end, w[1].start);
         }
-        let sizes: Vec<u64> = p.iter().map(|r| r.end - r.start).collect();
-        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+        // No part exceeds its share by more than one bag.
+        let cost = |r: &std::ops::Range<u64>| {
+            (offsets[r.end as usize] - offsets[r.start as usize]) as u64 + r.end - r.start
+        };
+        let total = cost(&(0..bags));
+        let biggest = offsets.windows(2).map(|w| (w[1] - w[0]) as u64 + 1).max().unwrap_or(0);
+        for r in &p {
+            assert!(cost(r) <= total.div_ceil(parts as u64) + biggest, "{p:?} of {offsets:?}");
+        }
     }
+    // Equal bags split as evenly by count as by cost.
+    let sizes: Vec<u64> = partition_by_cost(&equal, 4).iter().map(|r| r.end - r.start).collect();
+    assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+    // Boundaries fall where the running cost crosses each third: the heavy bag closes the
+    // first part, and no part holds two heavy bags.
+    let p = partition_by_cost(&skewed, 3);
+    assert_eq!(p, vec![0..5, 5..10, 10..16]);
+    assert!(!p.iter().any(|r| r.contains(&4) && (r.contains(&12) || r.contains(&13))), "{p:?}");
 }
 
 #[test]
@@ -59,7 +91,8 @@ fn generated_programs_round_trip_through_their_text_forms() {
     let s = spec();
     let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(3));
     for target in [Target::Decoupled, Target::CoreOnly] {
-        let c = compile(&s, inst.clone(), TargetInfo { target, cores: 4, vector_lanes: 16 }).unwrap();
+        let c = compile(&s, inst.clone(), TargetInfo { target, cores: 4, vector_lanes: 16, au_lanes: 8 })
+            .unwrap();
         assert_eq!(c.jobs.len(), 4);
         for job in &c.jobs {
             let text = exec_core::print(&job.core);
@@ -77,12 +110,12 @@ fn generated_programs_round_trip_through_their_text_forms() {
 #[test]
 fn unusable_workloads_and_targets_name_the_field() {
     let inst = EmbeddingBagInstance::generate(&spec(), &SeedTree::new(3));
-    let info = TargetInfo { target: Target::Decoupled, cores: 2, vector_lanes: 16 };
+    let info = TargetInfo { target: Target::Decoupled, cores: 2, vector_lanes: 16, au_lanes: 8 };
     let wide = WorkloadSpec { dim: 300, ..spec() };
     assert_eq!(compile(&wide, inst.clone(), info).unwrap_err().to_string(), "dim: 300 is outside 1..=256");
     let mean = WorkloadSpec { pooling: Pooling::Mean, ..spec() };
     assert!(compile(&mean, inst.clone(), info).unwrap_err().to_string().starts_with("pooling: "));
-    let alpha = WorkloadSpec { indices: IndexDistribution::Zipf { alpha: -1.0 }, ..spec() };
+    let alpha = WorkloadSpec { indices: Some(IndexDistribution::Zipf { alpha: -1.0 }), ..spec() };
     assert!(compile(&alpha, inst.clone(), info).unwrap_err().to_string().starts_with("indices.alpha: "));
     let none = TargetInfo { cores: 0, ..info };
     assert_eq!(compile(&spec(), inst, none).unwrap_err().to_string(), "target: cores must be at least 1");
@@ -93,4 +126,64 @@ fn workload_files_reject_unknown_keys() {
     let text = "name='x'\nop='embedding_bag'\npooling='sum'\ntables=1\nrows=10\ndim=4\ndtype='f32'\nbatch=1\nbag_size=1\nbag_sizes=2\n[indices]\ndistribution='uniform'\n";
     let e = toml::from_str::<WorkloadSpec>(text).unwrap_err();
     assert!(e.message().contains("unknown field `bag_sizes`"), "{e}");
+}
+
+fn gnn() -> WorkloadSpec {
+    toml::from_str(
+        r#"
+name = "g"
+op = "gnn_aggregate"
+dim = 20
+dtype = "f32"
+[graph]
+generator = "rmat"
+scale = 9
+edge_factor = 6
+"#,
+    )
+    .unwrap()
+}
+
+#[test]
+fn gnn_aggregation_resolves_to_one_table_with_a_bag_per_vertex() {
+    let w = gnn().resolved().unwrap();
+    assert_eq!((w.tables, w.rows, w.batch, w.bag_size), (1, 512, 512, 6));
+    let inst = EmbeddingBagInstance::generate(&w, &SeedTree::new(3));
+    assert_eq!(inst.offsets.len(), 513);
+    assert_eq!(inst.indices.len(), 512 * 6);
+    // Bags are in-neighbour lists of a power-law graph: very unequal sizes.
+    let sizes: Vec<u32> = inst.offsets.windows(2).map(|p| p[1] - p[0]).collect();
+    assert!(sizes.iter().max().unwrap() > &30 && sizes.contains(&0), "{sizes:?}");
+    // The reference is the neighbour sum.
+    let r = inst.reference(&w);
+    let v = sizes.iter().position(|&s| s > 3).unwrap();
+    for k in [0usize, 19] {
+        let want: f32 = inst.indices[inst.offsets[v] as usize..inst.offsets[v + 1] as usize]
+            .iter()
+            .map(|&u| table_value(inst.table_seed, 0, u as u64, k as u32))
+            .sum();
+        assert_eq!(r[v * 20 + k], want);
+    }
+    let out =
+        compile(&w, inst, TargetInfo { target: Target::CoreOnly, cores: 4, vector_lanes: 16, au_lanes: 8 })
+            .unwrap();
+    assert_eq!(out.jobs.len(), 4);
+}
+
+#[test]
+fn gnn_and_embedding_bag_fields_do_not_mix() {
+    let with_tables = WorkloadSpec { tables: 2, ..gnn() };
+    assert_eq!(with_tables.resolved().unwrap_err().field, "tables");
+    let no_graph = WorkloadSpec { graph: None, ..gnn() };
+    assert_eq!(no_graph.resolved().unwrap_err().field, "graph");
+    let bag_with_graph = WorkloadSpec { graph: gnn().graph, ..spec() };
+    assert_eq!(bag_with_graph.resolved().unwrap_err().field, "graph");
+    let bag_without_indices = WorkloadSpec { indices: None, ..spec() };
+    assert_eq!(bag_without_indices.resolved().unwrap_err().field, "indices");
+    let bad_scale: WorkloadSpec = toml::from_str(
+        "name = \"g\"\nop = \"gnn_aggregate\"\ndim = 4\ndtype = \"f32\"\n[graph]\ngenerator = \"rmat\"\nscale = 0\nedge_factor = 2\n",
+    )
+    .unwrap();
+    assert_eq!(bad_scale.resolved().unwrap_err().field, "graph.scale");
+    assert!(spec().resolved().is_ok());
 }

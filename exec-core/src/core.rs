@@ -1,39 +1,54 @@
-//! The core component: in-order issue, non-blocking loads, a register scoreboard.
+//! The core component: out-of-order dispatch, issue and in-order retirement around
+//! execution-driven instructions.
 //!
-//! Contract (see the crate docs for the model):
+//! Contract (see the crate docs for the model and where its numbers come from):
 //!
-//! - Instructions execute functionally when they issue, in program order, so every value is
-//!   known at issue; timing only decides *when* they issue. Memory is read-only except the
-//!   core's own output buffer, which only this core writes; loads of the output buffer read back
-//!   what the core stored there.
-//! - Every scalar and vector register has a ready tick. The oldest unissued instruction issues
-//!   at a clock edge once its sources are ready; if it cannot, nothing behind it issues. Up to
-//!   `issue_width` instructions issue per cycle. A result is ready `latency` cycles after the
-//!   issuing edge; a load's result is ready when its last line's response arrives.
-//! - A load or store is split into line requests (an access spanning two lines makes two). It
-//!   issues when the previous memory instruction's requests have all been sent and a miss slot
-//!   is free; its requests then leave as slots free up and the request link accepts them, and
-//!   each holds its slot until answered. Stores do not block registers.
-//! - `pop_control` waits (asleep) for an entry on the queue link; `pop_operand` reads the
-//!   current entry's operands in order. `halt` stops issue; the core is finished when its
-//!   requests are answered and its last result is ready ([`Core::finish_tick`]).
-//! - A program error (bad address, division by zero, a switch or operand out of range, a store
-//!   outside the output buffer, running off the end) is a [`CoreFault`]: execution stops and the
-//!   core stops being busy; nothing panics.
-//! - Events: the core never ticks while it waits on memory or on the queue; it sleeps until a
-//!   response, an arrival or a freed link slot wakes it, sets one timer when it waits only on a
-//!   known latency, and one for the next cycle when it used its full issue width.
+//! - Instructions execute functionally at dispatch, in program order, so every value and
+//!   address is known there; timing only decides *when* things happen. Memory is read-only
+//!   except the core's own output buffer, which only this core writes; loads of the output
+//!   buffer read back what the core stored there. Nothing is speculative: the branch predictor
+//!   only decides how long dispatch stops.
+//! - Dispatch: up to `issue_width` instructions per cycle enter the ROB in program order. An
+//!   instruction needs a free ROB entry; a load (memory, gather, queue pop, `vldq`) also a
+//!   load-queue entry and a store a store-queue entry; `pop_control` also an output-queue
+//!   entry. A full structure or an empty queue stops dispatch (the cause is counted).
+//! - Issue: an instruction issues at the first cycle, not before its dispatch cycle, at which
+//!   its sources are ready and a functional unit of its class has an issue slot (units are
+//!   pipelined; older instructions claim slots first). Its result is ready `latency` cycles
+//!   later. A load's result is ready at the first edge after its last line's response.
+//! - Memory: an issued load or store is split into line requests (each distinct line once). A
+//!   read of a line already in flight merges into that request; any other line needs one of
+//!   `max_outstanding` miss slots (MSHRs) and room on the request link, taken in issue order,
+//!   and holds the slot until answered. Stores complete for retirement when they issue; their
+//!   store-queue entry is freed once they have retired and their write has been answered.
+//! - Retirement: in order, up to `retire_width` per cycle, at or after each result is ready; it
+//!   frees the ROB and load-queue entries (used again in the same cycle).
+//! - Branches: conditional branches are predicted by a 2-bit counter per branch, `switch` by
+//!   the last target it took. After a misprediction dispatch stops until the branch has resolved
+//!   (issued and computed) plus `mispredict_penalty` cycles. A `pop_control` followed by a
+//!   `switch` on the callback id thus costs a queue load, then an indirect branch that
+//!   mispredicts whenever the callback differs from the previous one.
+//! - `halt` stops dispatch; the core is finished when `halt` has retired and every memory
+//!   request is answered ([`Core::finish_tick`]).
+//! - A program error (bad address, division by zero, a switch, count or operand out of range, a
+//!   store outside the output buffer, running off the end) is a [`CoreFault`]: execution stops
+//!   and the core stops being busy; nothing panics.
+//! - Events: the core never ticks while it waits on memory or on the queue. It wakes at a cycle
+//!   edge only when it can dispatch there, when a memory instruction issues, or when a known
+//!   retirement unblocks it; responses, queue arrivals and freed link slots wake it otherwise.
 
-use crate::isa::{AluOp, Cond, CoreProgram, Inst, NUM_REGS, NUM_VREGS};
+use crate::isa::{
+    AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, NUM_REGS, NUM_VARS, NUM_VREGS, VIntOp, Width,
+};
 use crate::queue::{MAX_OPERANDS, QueueEntry};
 use crate::text::format_inst;
-use crate::{CoreError, Reg, VReg};
+use crate::{CoreError, Reg, VReg, Var};
 use mem_model::{MemError, MemRequest, MemResponse, MemoryImage};
 use sim_core::{
     Carries, Clock, Component, CounterId, Ctx, Frequency, HistogramId, LinkId, Priority, Stats, Tick, Wake,
 };
-use std::collections::VecDeque;
-use std::fmt;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use thiserror::Error;
@@ -43,13 +58,13 @@ use thiserror::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Latencies {
-    /// Integer ALU ops, `li`, branches.
+    /// Integer ALU ops, `li`, branches, `get_var`, `increment_var`.
     pub alu: u32,
     /// Integer multiply.
     pub mul: u32,
     /// Integer divide and remainder.
     pub div: u32,
-    /// Vector ops: `vzero`, `vadd`, `vmul`, `vmax`.
+    /// Vector ops and scalar float ops.
     pub vector: u32,
     /// `pop_control` and `pop_operand`.
     pub queue_pop: u32,
@@ -64,24 +79,66 @@ impl Latencies {
     }
 }
 
+/// Functional units per class: how many instructions of the class can issue per cycle (each
+/// `1..=64`). Deserializable so that presets can list them by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FuCounts {
+    /// Integer ALUs: ALU ops, `li`, branches, switches, variables.
+    pub alu: u32,
+    /// Integer multiply/divide units.
+    pub muldiv: u32,
+    /// Vector/FP units: vector ops and scalar float ops.
+    pub vector: u32,
+    /// Load ports: loads (one slot per gather element), queue pops, `vldq`.
+    pub load: u32,
+    /// Store ports.
+    pub store: u32,
+}
+
+impl FuCounts {
+    /// Neoverse V2's issue pipes (Arm Neoverse V2 Software Optimization Guide, section 3):
+    /// 6 integer pipes that do single-cycle ops (4 single-cycle + 2 multi-cycle; V2's 2
+    /// separate branch pipes are folded into these here), 2 of them multiply/divide, 4 FP/ASIMD
+    /// pipes, 3 load pipes (2 load/store + 1 load-only) and 2 store pipes.
+    pub const fn neoverse_v2_like() -> Self {
+        FuCounts { alu: 6, muldiv: 2, vector: 4, load: 3, store: 2 }
+    }
+}
+
 /// Parameters of a core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CoreConfig {
     /// The core's clock domain.
     pub clock: Clock,
-    /// Instructions issued per cycle, in order (at least 1).
+    /// Instructions dispatched into the ROB per cycle, in program order (at least 1).
     pub issue_width: u32,
-    /// L1D miss slots (MSHRs): line requests, loads and stores, in flight at once.
+    /// L1D miss slots (MSHRs): distinct line requests, loads and stores, in flight at once.
     pub max_outstanding: u32,
     /// Cache-line size in bytes: memory requests are per line (a power of two, 4 to 4096).
     pub line_bytes: u32,
     /// Functional-unit latencies in cycles.
     pub latency: Latencies,
+    /// Reorder-buffer entries: instructions dispatched and not yet retired (at least 1).
+    pub rob_entries: u32,
+    /// Load-queue entries: loads, gathers, queue pops and `vldq` from dispatch to retirement.
+    pub lq_entries: u32,
+    /// Store-queue entries: stores from dispatch until retired and written.
+    pub sq_entries: u32,
+    /// Instructions retired per cycle, in order (at least 1).
+    pub retire_width: u32,
+    /// Functional units per class.
+    pub fu: FuCounts,
+    /// Cycles dispatch stays stopped after a mispredicted branch resolves.
+    pub mispredict_penalty: u32,
 }
 
 impl CoreConfig {
-    /// A Neoverse-V2-class core (REFERENCE.md section 5, an assumption): 6 instructions per
-    /// cycle, 16 MSHRs, 64-byte lines, [`Latencies::neoverse_v2_like`], on `clock`.
+    /// A Neoverse-V2-class core (REFERENCE.md section 5, an assumption): dispatch 6 per cycle,
+    /// 16 MSHRs, 64-byte lines, [`Latencies::neoverse_v2_like`]; ROB 320, load queue 128, store
+    /// queue 72 (REFERENCE.md section 5); [`FuCounts::neoverse_v2_like`]; retire 8 per cycle and a
+    /// 10-cycle misprediction penalty (assumptions: Arm does not publish either; 10 cycles is a
+    /// front end of about that many stages refilling), on `clock`.
     pub const fn neoverse_v2_like(clock: Clock) -> Self {
         CoreConfig {
             clock,
@@ -89,6 +146,12 @@ impl CoreConfig {
             max_outstanding: 16,
             line_bytes: 64,
             latency: Latencies::neoverse_v2_like(),
+            rob_entries: 320,
+            lq_entries: 128,
+            sq_entries: 72,
+            retire_width: 8,
+            fu: FuCounts::neoverse_v2_like(),
+            mispredict_penalty: 10,
         }
     }
 
@@ -126,12 +189,12 @@ pub enum FaultKind {
     /// A load read outside the memory image, or misaligned.
     #[error("{0}")]
     Memory(MemError),
-    /// `base + offset` is negative or overflows.
+    /// `base + offset` (plus a gather's scaled index) is negative or overflows.
     #[error("address {base} + {offset} is not a valid address")]
     BadAddress {
         /// The base register's value.
         base: i64,
-        /// The offset.
+        /// The offset (for a gather, the offset plus the lane's scaled index, saturated).
         offset: i64,
     },
     /// Division or remainder by zero.
@@ -144,6 +207,14 @@ pub enum FaultKind {
         value: i64,
         /// Targets in the list.
         targets: usize,
+    },
+    /// A masked vector load or store whose count register is outside `0..=lanes`.
+    #[error("element count {value} is outside 0..={lanes}")]
+    CountOutOfRange {
+        /// The count register's value.
+        value: i64,
+        /// The vector lanes.
+        lanes: u32,
     },
     /// A queue pop on a core without a queue link.
     #[error("the core has no output-queue link")]
@@ -194,13 +265,19 @@ pub struct CoreFault {
 }
 
 /// Event counts of a core (also registered as statistics under its name).
+///
+/// Dispatch stall cycles (`stall_rob_full`, `stall_lq_full`, `stall_sq_full`,
+/// `stall_memory_slots`, `stall_queue`, `stall_mispredict`) count cycles in which nothing
+/// dispatched, each under one cause; a full ROB, load or store queue counts as
+/// `stall_memory_slots` (mshr_full) instead while a load waits for a miss slot, because the
+/// MSHRs are then what bounds memory-level parallelism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CoreCounters {
-    /// Instructions issued (each retires at issue in this model).
+    /// Instructions dispatched.
     pub instructions: u64,
-    /// Memory loads (`ld.u32`, `vld`).
+    /// Memory loads (`ld.u32`, `ld.u64`, `vld`, `vgather`).
     pub loads: u64,
-    /// Stores (`vst`).
+    /// Stores (`vst`, `st.u32`, `st.u64`).
     pub stores: u64,
     /// Loads marked `!lookup`.
     pub lookups: u64,
@@ -210,66 +287,88 @@ pub struct CoreCounters {
     pub queue_loads: u64,
     /// Line requests sent to memory.
     pub mem_requests: u64,
-    /// Cycles without issue while the next instruction waited for a load's result.
+    /// Retirement stalls: cycles nothing retired while the oldest instruction was a load
+    /// waiting for memory.
     pub stall_operand_memory: u64,
-    /// Cycles without issue while the next instruction waited for a functional unit's result.
+    /// Retirement stalls: cycles nothing retired while the oldest instruction waited for its
+    /// operands or a functional unit's result.
     pub stall_operand_latency: u64,
-    /// Cycles without issue while a memory instruction waited for a miss slot or the link.
+    /// Dispatch stalls, mshr_full: a full ROB/LQ/SQ while a load waited for a miss slot or
+    /// the request link.
     pub stall_memory_slots: u64,
-    /// Cycles without issue while `pop_control` waited for a queue entry.
+    /// Dispatch stalls, queue_empty: `pop_control` waited for an output-queue entry.
     pub stall_queue: u64,
+    /// Dispatch stalls, rob_full.
+    pub stall_rob_full: u64,
+    /// Dispatch stalls, lq_full.
+    pub stall_lq_full: u64,
+    /// Dispatch stalls, sq_full.
+    pub stall_sq_full: u64,
+    /// Dispatch stalls after a mispredicted branch (until it resolves, plus the penalty).
+    pub stall_mispredict: u64,
+    /// Instructions retired.
+    pub retired: u64,
+    /// Conditional branches and switches (the predicted instructions).
+    pub branches: u64,
+    /// Mispredicted branches and switches.
+    pub mispredictions: u64,
+    /// Line reads merged into a request already in flight (no new MSHR).
+    pub merged_requests: u64,
+    /// Most loads in flight at once (from their first request to their result).
+    pub peak_loads_in_flight: u64,
+    /// Loads in flight summed over cycles (divide by `cycles` for the average).
+    pub load_in_flight_cycles: u64,
+    /// Cycles from the start to the finish (or to the last event so far).
+    pub cycles: u64,
 }
 
-/// A register, scalar or vector, for the scoreboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RegName {
-    R(u8),
-    V(u8),
-}
-
-impl fmt::Display for RegName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegName::R(r) => write!(f, "r{r}"),
-            RegName::V(v) => write!(f, "v{v}"),
-        }
+impl CoreCounters {
+    /// Average loads in flight over the run (0 before any cycle passed).
+    pub fn avg_loads_in_flight(&self) -> f64 {
+        if self.cycles == 0 { 0.0 } else { self.load_in_flight_cycles as f64 / self.cycles as f64 }
     }
 }
 
-/// What keeps the next instruction from issuing.
+/// Functional-unit classes, as indices into [`FuCounts`] order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Block {
-    /// Nothing (or not evaluated yet).
+enum Class {
+    Alu = 0,
+    MulDiv = 1,
+    Vector = 2,
+    Load = 3,
+    Store = 4,
+    /// Needs no unit: jumps and `halt` complete at dispatch.
+    None = 5,
+}
+
+/// Unit classes that hold issue slots.
+const CLASSES: usize = 5;
+
+/// Which queue an instruction occupies, and whether it goes to memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemKind {
     None,
-    /// A source register is not ready: its load is in flight (`memory`) or its result is due at
-    /// a known tick.
-    Operand { reg: RegName, memory: bool, ready: Tick },
-    /// No miss slot is free, or the previous memory instruction's requests are still queued.
-    Slots,
-    /// The request link refused a request.
-    Link,
-    /// `pop_control` found the queue empty.
-    Queue,
+    /// A load-queue entry and line requests.
+    Load,
+    /// A load-queue entry, no request (queue pops and `vldq` read the queue's chunk).
+    QueueRead,
+    /// A store-queue entry and line requests.
+    Store,
 }
 
-impl Block {
-    /// Index into the stall counters.
-    fn cause(self) -> usize {
-        match self {
-            Block::Operand { memory: true, .. } => 0,
-            Block::Operand { memory: false, .. } | Block::None => 1,
-            Block::Slots | Block::Link => 2,
-            Block::Queue => 3,
-        }
-    }
-}
-
-/// A vector lane-wise operation.
+/// A vector lane-wise f32 operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum VOp {
     Add,
     Mul,
     Max,
+}
+
+/// An element count: an immediate, or a register read at run time (masked forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    Imm(u32),
+    Reg(u8),
 }
 
 /// An instruction decoded for the hot path: registers as indices, labels as instruction
@@ -282,110 +381,236 @@ enum Op {
     Branch { cond: Cond, ra: u8, rb: u8, target: u32 },
     Jump { target: u32 },
     Switch { ra: u8, first: u32, len: u32 },
-    LoadU32 { rd: u8, base: u8, offset: i64, lookup: bool },
-    VLoad { vd: u8, base: u8, offset: i64, count: u32, lookup: bool },
+    Load { width: Width, rd: u8, base: u8, offset: i64, lookup: bool },
+    Store { width: Width, rs: u8, base: u8, offset: i64 },
+    VLoad { vd: u8, base: u8, offset: i64, count: Count, lookup: bool },
+    VGather { vd: u8, base: u8, offset: i64, index: GatherIndex, scale: u32, count: u32, lookup: bool },
     VLoadQueue { vd: u8, base: u8, offset: i64, count: u32 },
     VZero { vd: u8 },
     VBin { op: VOp, vd: u8, va: u8, vb: u8 },
-    VStore { vs: u8, base: u8, offset: i64, count: u32 },
+    VInt { op: VIntOp, vd: u8, va: u8, vb: u8 },
+    VBcast { vd: u8, rs: u8 },
+    VExtract { rd: u8, vs: u8, lane: u32 },
+    VIota { vd: u8 },
+    FBin { op: FOp, rd: u8, ra: u8, rb: u8 },
+    FCvt { rd: u8, ra: u8 },
+    VStore { vs: u8, base: u8, offset: i64, count: Count },
     PopControl { rd: u8 },
     PopOperand { rd: u8 },
+    GetVar { rd: u8, var: u8 },
+    IncrementVar { var: u8, imm: i64 },
     Halt,
 }
 
-/// No register: a padding entry in a source list.
-const NO_REG: u8 = u8::MAX;
+/// Architectural registers in one id space for dependences: scalars, then vectors, then
+/// queue-alignment variables.
+const V_BASE: u8 = NUM_REGS;
+const VAR_BASE: u8 = NUM_REGS + NUM_VREGS;
+const NUM_ARCH: usize = (NUM_REGS + NUM_VREGS + NUM_VARS) as usize;
+/// No destination.
+const NO_DEST: u8 = u8::MAX;
 
-/// A decoded instruction with its sources and result latency.
+/// A decoded instruction: the operation, its sources (a slice of the shared source table),
+/// its destination, unit class, latency and queue use.
 #[derive(Debug, Clone, Copy)]
 struct Decoded {
     op: Op,
-    /// Scalar sources (`NO_REG` for none).
-    srcs: [u8; 2],
-    /// Vector sources (`NO_REG` for none).
-    vsrcs: [u8; 2],
-    /// Cycles from issue to result.
+    src_first: u32,
+    src_len: u32,
+    dest: u8,
+    class: Class,
     latency: u32,
+    mem: MemKind,
 }
 
-/// Where a load's result goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dest {
-    Store,
-    R(u8),
-    V(u8),
+/// A result time that is not known yet (a load in flight, or a consumer of one).
+const UNKNOWN: u64 = u64::MAX;
+/// No access / no ROB entry.
+const NONE32: u32 = u32::MAX;
+const NO_SEQ: u64 = u64::MAX;
+
+/// A ROB entry. `seq` is the instruction's dispatch number; the entry lives at
+/// `seq % rob_entries`.
+#[derive(Debug, Clone)]
+struct RobEntry {
+    pc: u32,
+    dispatch: u64,
+    /// Cycle its result is ready (`UNKNOWN` until known).
+    complete: u64,
+    /// Latest ready cycle among its resolved sources.
+    src_ready: u64,
+    /// Sources whose ready cycle is not known yet.
+    pending: u32,
+    dest: u8,
+    class: Class,
+    latency: u32,
+    mem: MemKind,
+    /// Gather elements (issue slots on the load ports); 1 otherwise.
+    slots: u32,
+    /// Its memory access (`NONE32` for none).
+    access: u32,
+    /// A store whose write was answered before it retired.
+    store_done: bool,
+    /// Entries waiting for this one's result (may repeat, once per source).
+    waiters: Vec<u64>,
 }
 
-/// A load or store in flight.
-#[derive(Debug, Clone, Copy)]
+/// A load or store at or past issue: its distinct lines and their progress.
+#[derive(Debug, Clone, Default)]
 struct Access {
-    dest: Dest,
-    /// Unique id: the register it targets is only marked ready by the load that wrote it last.
-    uid: u64,
-    /// Line requests not yet answered (sent or still queued).
+    seq: u64,
+    lines: Vec<u64>,
+    /// Lines sent or merged so far.
+    next_line: usize,
+    /// Lines not answered yet.
     lines_left: u32,
-    /// Issue tick of the instruction.
-    issued: Tick,
-    lookup: bool,
-}
-
-/// A line request waiting for a miss slot or link space.
-#[derive(Debug, Clone, Copy)]
-struct LineReq {
-    access: u32,
-    addr: u64,
     write: bool,
+    lookup: bool,
+    /// Tick its first line request left (latency is measured from here).
+    issued: Tick,
+    /// A store that has retired (its queue entry is freed when its write is answered).
+    retired: bool,
 }
 
-/// A miss slot: the access its request belongs to, and a generation that makes request ids
-/// unique over time.
-#[derive(Debug, Clone, Copy)]
+/// A miss slot (MSHR): the line it fetches and the accesses waiting for it; a generation makes
+/// request ids unique over time.
+#[derive(Debug, Clone, Default)]
 struct Slot {
-    access: u32,
+    busy: bool,
+    line: u64,
+    write: bool,
     generation: u32,
+    waiters: Vec<u32>,
 }
 
-const FREE: u32 = u32::MAX;
+/// Ring size of the issue-slot calendar: reservations further ahead than this many cycles are
+/// not limited (a dependence chain that long leaves the units idle anyway).
+const HORIZON: usize = 4096;
 
-/// Largest output buffer, in f32 elements (16 GiB of host memory): outputs are held by the
-/// core, so an absurd size is a configuration error rather than an allocation failure.
-pub const MAX_OUTPUT_ELEMS: u64 = 1 << 32;
+/// Issue slots used per class and cycle, as a ring of `(cycle << 8) | count` words (a word whose
+/// cycle differs is empty): no allocation per instruction.
+#[derive(Debug, Clone)]
+struct Calendar {
+    words: Vec<u64>,
+    limits: [u32; CLASSES],
+}
 
-/// Scalar register values and the ready tick and pending-load writer of every register.
+impl Calendar {
+    /// The first cycle at or after `from` (and `floor`, the current cycle) with a free slot of
+    /// `class`, which it takes.
+    fn reserve(&mut self, class: Class, from: u64, floor: u64) -> u64 {
+        let k = class as usize;
+        if k >= CLASSES {
+            return from.max(floor);
+        }
+        let limit = u64::from(self.limits[k]);
+        let mut c = from.max(floor);
+        loop {
+            if c >= floor.saturating_add(HORIZON as u64) {
+                return c;
+            }
+            let i = k * HORIZON + (c as usize & (HORIZON - 1));
+            let w = self.words[i];
+            let used = if w >> 8 == c { w & 0xff } else { 0 };
+            if used < limit {
+                self.words[i] = (c << 8) | (used + 1);
+                return c;
+            }
+            c += 1;
+        }
+    }
+}
+
+/// Why dispatch stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    /// Not blocked (it used its width, or has not run yet).
+    None,
+    Rob,
+    Lq,
+    Sq,
+    Queue,
+    Mispredict,
+}
+
+/// Stall causes, as indices into the stall counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    RobFull = 0,
+    LqFull = 1,
+    SqFull = 2,
+    MshrFull = 3,
+    QueueEmpty = 4,
+    Mispredict = 5,
+}
+
+/// Why the oldest line request waiting to be sent is not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendBlock {
+    None,
+    Slots,
+    Link,
+}
+
+/// Where dispatch resumes after a misprediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Redirect {
+    /// The mispredicted branch (this ROB sequence number) has not resolved yet.
+    Waiting(u64),
+    /// Dispatch resumes at this cycle.
+    Until(u64),
+}
+
+/// Register values and the dependence state of every architectural register.
 #[derive(Debug, Clone)]
 struct RegFile {
     regs: [i64; NUM_REGS as usize],
-    reg_ready: [Tick; NUM_REGS as usize],
-    vreg_ready: [Tick; NUM_VREGS as usize],
-    /// Uid of the in-flight load that last targeted each register (0: none).
-    reg_writer: [u64; NUM_REGS as usize],
-    vreg_writer: [u64; NUM_VREGS as usize],
+    vars: [i64; NUM_VARS as usize],
+    /// Cycle each register's value is ready (`UNKNOWN` while its writer waits on memory).
+    ready: [u64; NUM_ARCH],
+    /// The in-flight writer of a register whose ready cycle is unknown.
+    writer: [u64; NUM_ARCH],
 }
 
 /// Statistic ids.
 #[derive(Debug, Clone, Copy)]
 struct StatIds {
     instructions: CounterId,
+    retired: CounterId,
     loads: CounterId,
     stores: CounterId,
     lookups: CounterId,
     queue_pops: CounterId,
     queue_loads: CounterId,
     mem_requests: CounterId,
-    stalls: [CounterId; 4],
+    merged: CounterId,
+    branches: CounterId,
+    mispredictions: CounterId,
+    stalls: [CounterId; 6],
+    retire_stall_memory: CounterId,
+    retire_stall_latency: CounterId,
+    peak_in_flight: CounterId,
+    in_flight_cycles: CounterId,
     lookup_latency: HistogramId,
     load_latency: HistogramId,
 }
 
-/// The outcome of trying to issue one instruction.
+/// What dispatching one instruction did.
 enum Step {
-    Issued,
+    Dispatched,
     Blocked(Block),
     Stopped,
 }
 
-/// Timer token of the issue timer (the only timer a core sets).
-const ISSUE_TIMER: u64 = 0;
+/// Timer token of the core's one timer.
+const STEP_TIMER: u64 = 0;
+
+/// Largest output buffer, in f32 elements (16 GiB of host memory): outputs are held by the
+/// core, so an absurd size is a configuration error rather than an allocation failure.
+pub const MAX_OUTPUT_ELEMS: u64 = 1 << 32;
+
+/// Largest ROB, load queue or store queue (a sanity bound on configurations).
+pub const MAX_WINDOW: u32 = 1 << 16;
 
 /// A core running one program (see the module docs).
 pub struct Core<M> {
@@ -393,6 +618,7 @@ pub struct Core<M> {
     cfg: CoreConfig,
     program: CoreProgram,
     ops: Vec<Decoded>,
+    srcs: Vec<u8>,
     switch_targets: Vec<u32>,
     image: Arc<MemoryImage>,
     ports: CorePorts,
@@ -403,33 +629,60 @@ pub struct Core<M> {
     lanes: usize,
 
     pc: usize,
-    /// Scalar values and the scoreboard, boxed to keep `Core` small inside component enums.
+    /// Values and dependence state, boxed to keep `Core` small inside component enums.
     rf: Box<RegFile>,
-    /// `NUM_VREGS * lanes` values, register-major.
+    /// `NUM_VREGS * lanes` lane values (bits as f32), register-major.
     vregs: Vec<f32>,
     entry: Option<QueueEntry>,
     next_operand: u8,
 
-    /// Edge of the cycle whose issue slots `used` counts.
-    cycle_edge: Tick,
+    // Front end.
+    /// Cycle whose dispatch slots `used` counts.
+    dispatch_cycle: u64,
     used: u32,
-    /// Tick of the pending issue timer (`Tick::MAX`: none).
-    timer_at: Tick,
     block: Block,
-    /// First cycle without issue of the current stall, and its cause (`Block::cause`).
-    stall_from: Option<u64>,
-    stall_cause: usize,
+    redirect: Option<Redirect>,
+    /// 2-bit counters per instruction (only branches use theirs).
+    bimodal: Vec<u8>,
+    /// Last target per instruction (only switches use theirs).
+    last_target: Vec<u32>,
+    /// The open dispatch stall: its cause and first cycle.
+    stall: Option<(Cause, u64)>,
 
+    // Window.
+    rob: Vec<RobEntry>,
+    head: u64,
+    tail: u64,
+    lq_used: u32,
+    sq_used: u32,
+    last_retire: u64,
+    retired_in_last: u32,
+    /// First cycle after the last retirement (for retirement-stall counts).
+    retire_gap_from: u64,
+    calendar: Calendar,
+    work: Vec<(u64, u64)>,
+    scratch: Vec<u64>,
+
+    // Memory.
     accesses: Vec<Access>,
     free_accesses: Vec<u32>,
+    /// Memory instructions with a known issue cycle, not yet at the send stage.
+    to_issue: BinaryHeap<Reverse<(u64, u64)>>,
+    send_queue: VecDeque<u32>,
+    send_block: SendBlock,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
-    send_queue: VecDeque<LineReq>,
-    next_uid: u64,
+    /// Read lines in flight and their slot.
+    in_flight_lines: HashMap<u64, u32>,
+    loads_in_flight: u64,
+    /// Loads in flight summed over ticks, since the last change at `in_flight_since`.
+    in_flight_ticks: u128,
+    in_flight_since: Tick,
 
+    timer_at: Tick,
     halted: bool,
-    /// When the last result of a halted core is ready.
-    drain_tick: Tick,
+    halt_retired: Option<u64>,
+    last_answer: Tick,
     finish: Option<Tick>,
     fault: Option<CoreFault>,
     counters: CoreCounters,
@@ -453,11 +706,29 @@ impl<M> Core<M> {
         if cfg.issue_width == 0 {
             return Err(bad("issue_width must be at least 1".into()));
         }
+        if cfg.retire_width == 0 {
+            return Err(bad("retire_width must be at least 1".into()));
+        }
         if !(1..=1 << 20).contains(&cfg.max_outstanding) {
             return Err(bad(format!("max_outstanding {} is outside 1..=1048576", cfg.max_outstanding)));
         }
         if !cfg.line_bytes.is_power_of_two() || !(4..=4096).contains(&cfg.line_bytes) {
             return Err(bad(format!("line_bytes {} is not a power of two in 4..=4096", cfg.line_bytes)));
+        }
+        for (what, v) in
+            [("rob_entries", cfg.rob_entries), ("lq_entries", cfg.lq_entries), ("sq_entries", cfg.sq_entries)]
+        {
+            if !(1..=MAX_WINDOW).contains(&v) {
+                return Err(bad(format!("{what} {v} is outside 1..={MAX_WINDOW}")));
+            }
+        }
+        let f = cfg.fu;
+        for (what, v) in
+            [("alu", f.alu), ("muldiv", f.muldiv), ("vector", f.vector), ("load", f.load), ("store", f.store)]
+        {
+            if !(1..=64).contains(&v) {
+                return Err(bad(format!("fu.{what} {v} is outside 1..=64")));
+            }
         }
         let l = cfg.latency;
         for (what, v) in [
@@ -497,34 +768,62 @@ impl<M> Core<M> {
             return Err(bad("the program pops the output queue but the core has no queue link".into()));
         }
 
-        let (ops, switch_targets, max_lines) = decode(&program, &cfg);
+        let (ops, srcs, switch_targets) = decode(&program, &cfg);
         let stat = |s: &mut Stats, leaf: &str| s.counter(&format!("{name}.{leaf}"));
         let stats = StatIds {
             instructions: stat(stats, "instructions")?,
+            retired: stat(stats, "retired")?,
             loads: stat(stats, "loads")?,
             stores: stat(stats, "stores")?,
             lookups: stat(stats, "lookups")?,
             queue_pops: stat(stats, "queue_pops")?,
             queue_loads: stat(stats, "queue_loads")?,
             mem_requests: stat(stats, "mem_requests")?,
+            merged: stat(stats, "merged_requests")?,
+            branches: stat(stats, "branches")?,
+            mispredictions: stat(stats, "mispredictions")?,
             stalls: [
-                stat(stats, "stall_cycles.operand_memory")?,
-                stat(stats, "stall_cycles.operand_latency")?,
-                stat(stats, "stall_cycles.memory_slots")?,
-                stat(stats, "stall_cycles.queue")?,
+                stat(stats, "dispatch_stall_cycles.rob_full")?,
+                stat(stats, "dispatch_stall_cycles.lq_full")?,
+                stat(stats, "dispatch_stall_cycles.sq_full")?,
+                stat(stats, "dispatch_stall_cycles.mshr_full")?,
+                stat(stats, "dispatch_stall_cycles.queue_empty")?,
+                stat(stats, "dispatch_stall_cycles.mispredict")?,
             ],
+            retire_stall_memory: stat(stats, "retire_stall_cycles.memory")?,
+            retire_stall_latency: stat(stats, "retire_stall_cycles.latency")?,
+            peak_in_flight: stat(stats, "loads_in_flight.peak")?,
+            in_flight_cycles: stat(stats, "loads_in_flight.cycle_sum")?,
             lookup_latency: stats.histogram(&format!("{name}.lookup_latency"), 1_000_000_000, 3)?,
             load_latency: stats.histogram(&format!("{name}.load_latency"), 1_000_000_000, 3)?,
         };
-        let slots = cfg.max_outstanding as usize;
-        // Every access in flight holds a slot, except the one whose lines wait to be sent.
-        let max_accesses = slots + 1;
+        let rob_len = cfg.rob_entries as usize;
+        let n_access = (cfg.lq_entries + cfg.sq_entries) as usize;
+        let n_slots = cfg.max_outstanding as usize;
         let lanes = program.vector_lanes as usize;
+        let n_ops = ops.len();
+        let empty_entry = RobEntry {
+            pc: 0,
+            dispatch: 0,
+            complete: 0,
+            src_ready: 0,
+            pending: 0,
+            dest: NO_DEST,
+            class: Class::None,
+            latency: 0,
+            mem: MemKind::None,
+            slots: 1,
+            access: NONE32,
+            store_done: false,
+            waiters: Vec::new(),
+        };
+        let limits = [f.alu, f.muldiv, f.vector, f.load, f.store];
         Ok(Core {
             name: name.to_string(),
             cfg,
             program,
             ops,
+            srcs,
             switch_targets,
             image,
             ports,
@@ -535,31 +834,47 @@ impl<M> Core<M> {
             pc: 0,
             rf: Box::new(RegFile {
                 regs: [0; NUM_REGS as usize],
-                reg_ready: [0; NUM_REGS as usize],
-                vreg_ready: [0; NUM_VREGS as usize],
-                reg_writer: [0; NUM_REGS as usize],
-                vreg_writer: [0; NUM_VREGS as usize],
+                vars: [0; NUM_VARS as usize],
+                ready: [0; NUM_ARCH],
+                writer: [NO_SEQ; NUM_ARCH],
             }),
             vregs: vec![0.0; NUM_VREGS as usize * lanes],
             entry: None,
             next_operand: 0,
-            cycle_edge: Tick::MAX,
+            dispatch_cycle: u64::MAX,
             used: 0,
-            timer_at: Tick::MAX,
             block: Block::None,
-            stall_from: None,
-            stall_cause: 0,
-            accesses: vec![
-                Access { dest: Dest::Store, uid: 0, lines_left: 0, issued: 0, lookup: false };
-                max_accesses
-            ],
-            free_accesses: (0..max_accesses as u32).rev().collect(),
-            slots: vec![Slot { access: FREE, generation: 0 }; slots],
-            free_slots: (0..slots as u32).rev().collect(),
-            send_queue: VecDeque::with_capacity(max_lines),
-            next_uid: 1,
+            redirect: None,
+            // Weakly not-taken: a branch's first execution predicts fall-through.
+            bimodal: vec![1; n_ops],
+            last_target: vec![u32::MAX; n_ops],
+            stall: None,
+            rob: vec![empty_entry; rob_len],
+            head: 0,
+            tail: 0,
+            lq_used: 0,
+            sq_used: 0,
+            last_retire: 0,
+            retired_in_last: 0,
+            retire_gap_from: 0,
+            calendar: Calendar { words: vec![u64::MAX; CLASSES * HORIZON], limits },
+            work: Vec::with_capacity(64),
+            scratch: Vec::with_capacity(64),
+            accesses: vec![Access::default(); n_access],
+            free_accesses: (0..n_access as u32).rev().collect(),
+            to_issue: BinaryHeap::with_capacity(n_access),
+            send_queue: VecDeque::with_capacity(n_access),
+            send_block: SendBlock::None,
+            slots: vec![Slot::default(); n_slots],
+            free_slots: (0..n_slots as u32).rev().collect(),
+            in_flight_lines: HashMap::with_capacity(n_slots.min(4096)),
+            loads_in_flight: 0,
+            in_flight_ticks: 0,
+            in_flight_since: 0,
+            timer_at: Tick::MAX,
             halted: false,
-            drain_tick: 0,
+            halt_retired: None,
+            last_answer: 0,
             finish: None,
             fault: None,
             counters: CoreCounters::default(),
@@ -583,12 +898,12 @@ impl<M> Core<M> {
         self.fault.as_ref()
     }
 
-    /// Whether the core has executed `halt`.
+    /// Whether the core has dispatched `halt`.
     pub fn halted(&self) -> bool {
         self.halted
     }
 
-    /// Tick at which the core halted with all its requests answered and results ready.
+    /// Tick at which `halt` had retired and every memory request was answered.
     pub fn finish_tick(&self) -> Option<Tick> {
         self.finish
     }
@@ -603,13 +918,18 @@ impl<M> Core<M> {
         self.rf.regs.get(r.0 as usize).copied()
     }
 
+    /// The value of a queue-alignment variable (`None` if it does not exist).
+    pub fn var(&self, v: Var) -> Option<i64> {
+        self.rf.vars.get(v.0 as usize).copied()
+    }
+
     /// The lanes of a vector register (`None` if it does not exist).
     pub fn vreg(&self, v: VReg) -> Option<&[f32]> {
         let start = (v.0 as usize).checked_mul(self.lanes)?;
         self.vregs.get(start..start + self.lanes)
     }
 
-    /// Index of the next instruction to issue.
+    /// Index of the next instruction to dispatch.
     pub fn pc(&self) -> usize {
         self.pc
     }
@@ -627,6 +947,16 @@ impl<M> Core<M> {
     /// Line requests sent and not yet answered.
     pub fn requests_in_flight(&self) -> usize {
         self.slots.len() - self.free_slots.len()
+    }
+
+    /// Instructions in the ROB (dispatched, not retired) as of the last time the core ran.
+    pub fn rob_occupancy(&self) -> usize {
+        (self.tail - self.head) as usize
+    }
+
+    /// Loads in flight (first request sent or merged, result not back).
+    pub fn loads_in_flight(&self) -> u64 {
+        self.loads_in_flight
     }
 
     /// The text of the instruction at `pc`.
@@ -666,7 +996,7 @@ impl<M> Core<M> {
             .ok_or(FaultKind::BadAddress { base: b, offset })
     }
 
-    /// Loads `count` f32 from `addr` into `vd`, zeroing the other lanes.
+    /// Loads `count` words from `addr` into `vd`, zeroing the other lanes.
     fn load_vector(&mut self, vd: u8, addr: u64, count: u32) -> Result<(), FaultKind> {
         let start = vd as usize * self.lanes;
         for i in 0..self.lanes {
@@ -683,162 +1013,158 @@ impl<M> Core<M> {
         Ok(())
     }
 
-    /// Sets a scalar register written by a non-load instruction.
-    #[inline]
-    fn set_reg(&mut self, rd: u8, value: i64, ready: Tick) {
-        let r = rd as usize;
-        self.rf.regs[r] = value;
-        self.rf.reg_ready[r] = ready;
-        self.rf.reg_writer[r] = 0;
-    }
-
-    /// Marks a vector register written by a non-load instruction.
-    #[inline]
-    fn set_vready(&mut self, vd: u8, ready: Tick) {
-        self.rf.vreg_ready[vd as usize] = ready;
-        self.rf.vreg_writer[vd as usize] = 0;
-    }
-
-    /// The first source of `d` not ready at `edge`, as a block.
-    fn operand_block(&self, d: &Decoded, edge: Tick) -> Option<Block> {
-        let mut worst: Option<Block> = None;
-        let mut consider = |reg: RegName, ready: Tick| {
-            if ready > edge {
-                let later = match worst {
-                    Some(Block::Operand { ready: w, .. }) => ready > w,
-                    _ => true,
-                };
-                if later {
-                    worst = Some(Block::Operand { reg, memory: ready == Tick::MAX, ready });
-                }
-            }
-        };
-        for &r in &d.srcs {
-            if r != NO_REG {
-                consider(RegName::R(r), self.rf.reg_ready[r as usize]);
+    /// The element count of a vector memory instruction, checked against the lanes.
+    fn count(&self, count: Count) -> Result<u32, FaultKind> {
+        match count {
+            Count::Imm(n) => Ok(n),
+            Count::Reg(r) => {
+                let value = self.rf.regs[r as usize];
+                u32::try_from(value)
+                    .ok()
+                    .filter(|&n| n as usize <= self.lanes)
+                    .ok_or(FaultKind::CountOutOfRange { value, lanes: self.lanes as u32 })
             }
         }
-        for &v in &d.vsrcs {
-            if v != NO_REG {
-                consider(RegName::V(v), self.rf.vreg_ready[v as usize]);
-            }
-        }
-        worst
     }
 
-    /// Whether a memory instruction can take a miss slot now (and why not).
-    fn memory_block(&self) -> Option<Block> {
-        if !self.send_queue.is_empty() {
-            // The previous memory instruction's lines are still waiting; say why.
-            if self.free_slots.is_empty() { Some(Block::Slots) } else { Some(Block::Link) }
-        } else if self.free_slots.is_empty() || self.free_accesses.is_empty() {
-            Some(Block::Slots)
-        } else {
-            None
+    /// Checks that `bytes` at `addr` lie in the output buffer, aligned to `align`.
+    fn check_store(&self, addr: u64, bytes: u64, align: u64) -> Result<usize, FaultKind> {
+        let inside = addr >= self.output.base
+            && addr.checked_add(bytes).is_some_and(|end| end <= self.output_end)
+            && (addr - self.output.base) & 3 == 0
+            && addr.is_multiple_of(align);
+        if !inside {
+            return Err(FaultKind::StoreOutsideOutput {
+                addr,
+                bytes,
+                base: self.output.base,
+                size: self.output_end - self.output.base,
+            });
         }
+        Ok(((addr - self.output.base) / 4) as usize)
     }
 
-    /// Starts an access of `bytes` at `addr` whose result goes to `dest`: queues its line
-    /// requests (sent by `pump`).
-    fn start_access(&mut self, dest: Dest, addr: u64, bytes: u64, issued: Tick, lookup: bool) {
-        let Some(index) = self.free_accesses.pop() else { return };
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        let line = self.cfg.line_bytes as u64;
+    /// The distinct lines of `bytes` at `addr`, appended to `lines`.
+    fn push_lines(line_bytes: u32, lines: &mut Vec<u64>, addr: u64, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let line = u64::from(line_bytes);
         let first = addr / line;
-        let last = addr.saturating_add(bytes.max(1) - 1) / line;
-        let lines = (last - first + 1) as u32;
-        self.accesses[index as usize] = Access { dest, uid, lines_left: lines, issued, lookup };
+        let last = addr.saturating_add(bytes - 1) / line;
         for l in first..=last {
-            self.send_queue.push_back(LineReq { access: index, addr: l * line, write: dest == Dest::Store });
-        }
-        match dest {
-            Dest::R(r) => {
-                self.rf.reg_ready[r as usize] = Tick::MAX;
-                self.rf.reg_writer[r as usize] = uid;
+            let a = l * line;
+            if !lines.contains(&a) {
+                lines.push(a);
             }
-            Dest::V(v) => {
-                self.rf.vreg_ready[v as usize] = Tick::MAX;
-                self.rf.vreg_writer[v as usize] = uid;
-            }
-            Dest::Store => {}
-        }
-    }
-
-    /// Marks the core finished if it halted and nothing is left in flight.
-    fn check_finish(&mut self, now: Tick) {
-        if self.halted
-            && self.fault.is_none()
-            && self.finish.is_none()
-            && self.send_queue.is_empty()
-            && self.free_slots.len() == self.slots.len()
-        {
-            self.finish = Some(self.drain_tick.max(now));
         }
     }
 }
 
-/// Decodes `program` (already verified) for the hot path; also returns the switch-target
-/// table and the most lines any one access can span.
-fn decode(program: &CoreProgram, cfg: &CoreConfig) -> (Vec<Decoded>, Vec<u32>, usize) {
+/// Decodes `program` (already verified): the ops, the shared source table and the switch-target
+/// table.
+fn decode(program: &CoreProgram, cfg: &CoreConfig) -> (Vec<Decoded>, Vec<u8>, Vec<u32>) {
     let lat = cfg.latency;
     let target = |l: &crate::Label| program.target(*l).unwrap_or(u32::MAX);
     let mut switch_targets = Vec::new();
-    let mut max_bytes = 4u64;
+    let mut srcs: Vec<u8> = Vec::new();
+    let v = |r: VReg| V_BASE + r.0;
     let ops = program
         .insts
         .iter()
         .map(|inst| {
-            let mut d = Decoded { op: Op::Halt, srcs: [NO_REG; 2], vsrcs: [NO_REG; 2], latency: lat.alu };
-            let alu_latency = |op: AluOp| match op {
-                AluOp::Mul => lat.mul,
-                AluOp::Div | AluOp::Rem => lat.div,
-                _ => lat.alu,
+            let src_first = srcs.len() as u32;
+            let mut dest = NO_DEST;
+            let mut class = Class::Alu;
+            let mut latency = lat.alu;
+            let mut mem = MemKind::None;
+            let alu_class = |op: AluOp| match op {
+                AluOp::Mul => (Class::MulDiv, lat.mul),
+                AluOp::Div | AluOp::Rem => (Class::MulDiv, lat.div),
+                _ => (Class::Alu, lat.alu),
             };
-            d.op = match *inst {
-                Inst::Li { rd, imm } => Op::Li { rd: rd.0, imm },
+            let op = match *inst {
+                Inst::Li { rd, imm } => {
+                    dest = rd.0;
+                    Op::Li { rd: rd.0, imm }
+                }
                 Inst::Alu { op, rd, ra, rb } => {
-                    d.srcs = [ra.0, rb.0];
-                    d.latency = alu_latency(op);
+                    srcs.extend([ra.0, rb.0]);
+                    dest = rd.0;
+                    (class, latency) = alu_class(op);
                     Op::Alu { op, rd: rd.0, ra: ra.0, rb: rb.0 }
                 }
                 Inst::AluI { op, rd, ra, imm } => {
-                    d.srcs[0] = ra.0;
-                    d.latency = alu_latency(op);
+                    srcs.push(ra.0);
+                    dest = rd.0;
+                    (class, latency) = alu_class(op);
                     Op::AluI { op, rd: rd.0, ra: ra.0, imm }
                 }
                 Inst::Branch { cond, ra, rb, target: t } => {
-                    d.srcs = [ra.0, rb.0];
+                    srcs.extend([ra.0, rb.0]);
                     Op::Branch { cond, ra: ra.0, rb: rb.0, target: target(&t) }
                 }
-                Inst::Jump { target: t } => Op::Jump { target: target(&t) },
+                Inst::Jump { target: t } => {
+                    class = Class::None;
+                    Op::Jump { target: target(&t) }
+                }
                 Inst::Switch { ra, ref targets } => {
-                    d.srcs[0] = ra.0;
+                    srcs.push(ra.0);
                     let first = switch_targets.len() as u32;
                     switch_targets.extend(targets.iter().map(target));
                     Op::Switch { ra: ra.0, first, len: targets.len() as u32 }
                 }
-                Inst::LoadU32 { rd, base, offset, lookup } => {
-                    d.srcs[0] = base.0;
-                    Op::LoadU32 { rd: rd.0, base: base.0, offset, lookup }
+                Inst::LoadU32 { rd, base, offset, lookup } | Inst::LoadU64 { rd, base, offset, lookup } => {
+                    srcs.push(base.0);
+                    dest = rd.0;
+                    (class, mem) = (Class::Load, MemKind::Load);
+                    let width = if matches!(inst, Inst::LoadU32 { .. }) { Width::W32 } else { Width::W64 };
+                    Op::Load { width, rd: rd.0, base: base.0, offset, lookup }
+                }
+                Inst::Store { width, rs, base, offset } => {
+                    srcs.extend([base.0, rs.0]);
+                    (class, mem) = (Class::Store, MemKind::Store);
+                    Op::Store { width, rs: rs.0, base: base.0, offset }
                 }
                 Inst::VLoad { vd, base, offset, count, lookup } => {
-                    d.srcs[0] = base.0;
-                    max_bytes = max_bytes.max(4 * count as u64);
-                    Op::VLoad { vd: vd.0, base: base.0, offset, count, lookup }
+                    srcs.push(base.0);
+                    dest = v(vd);
+                    (class, mem) = (Class::Load, MemKind::Load);
+                    Op::VLoad { vd: vd.0, base: base.0, offset, count: Count::Imm(count), lookup }
+                }
+                Inst::VLoadN { vd, base, offset, count, lookup } => {
+                    srcs.extend([base.0, count.0]);
+                    dest = v(vd);
+                    (class, mem) = (Class::Load, MemKind::Load);
+                    Op::VLoad { vd: vd.0, base: base.0, offset, count: Count::Reg(count.0), lookup }
+                }
+                Inst::VGather { vd, base, offset, index, scale, count, lookup } => {
+                    srcs.push(base.0);
+                    match index {
+                        GatherIndex::Vector(vi) => srcs.push(v(vi)),
+                        GatherIndex::Scalars(first) => {
+                            srcs.extend((0..count).map(|i| first.0.saturating_add(i as u8)));
+                        }
+                    }
+                    dest = v(vd);
+                    (class, mem) = (Class::Load, MemKind::Load);
+                    Op::VGather { vd: vd.0, base: base.0, offset, index, scale, count, lookup }
                 }
                 Inst::VLoadQueue { vd, base, offset, count } => {
-                    d.srcs[0] = base.0;
-                    d.latency = lat.queue_load;
+                    srcs.push(base.0);
+                    dest = v(vd);
+                    (class, latency, mem) = (Class::Load, lat.queue_load, MemKind::QueueRead);
                     Op::VLoadQueue { vd: vd.0, base: base.0, offset, count }
                 }
                 Inst::VZero { vd } => {
-                    d.latency = lat.vector;
+                    dest = v(vd);
+                    (class, latency) = (Class::Vector, lat.vector);
                     Op::VZero { vd: vd.0 }
                 }
                 Inst::VAdd { vd, va, vb } | Inst::VMul { vd, va, vb } | Inst::VMax { vd, va, vb } => {
-                    d.vsrcs = [va.0, vb.0];
-                    d.latency = lat.vector;
+                    srcs.extend([v(va), v(vb)]);
+                    dest = v(vd);
+                    (class, latency) = (Class::Vector, lat.vector);
                     let op = match inst {
                         Inst::VAdd { .. } => VOp::Add,
                         Inst::VMul { .. } => VOp::Mul,
@@ -846,71 +1172,603 @@ fn decode(program: &CoreProgram, cfg: &CoreConfig) -> (Vec<Decoded>, Vec<u32>, u
                     };
                     Op::VBin { op, vd: vd.0, va: va.0, vb: vb.0 }
                 }
+                Inst::VInt { op, vd, va, vb } => {
+                    srcs.extend([v(va), v(vb)]);
+                    dest = v(vd);
+                    (class, latency) = (Class::Vector, lat.vector);
+                    Op::VInt { op, vd: vd.0, va: va.0, vb: vb.0 }
+                }
+                Inst::VBcast { vd, rs } => {
+                    srcs.push(rs.0);
+                    dest = v(vd);
+                    (class, latency) = (Class::Vector, lat.vector);
+                    Op::VBcast { vd: vd.0, rs: rs.0 }
+                }
+                Inst::VExtract { rd, vs, lane } => {
+                    srcs.push(v(vs));
+                    dest = rd.0;
+                    (class, latency) = (Class::Vector, lat.vector);
+                    Op::VExtract { rd: rd.0, vs: vs.0, lane }
+                }
+                Inst::VIota { vd } => {
+                    dest = v(vd);
+                    (class, latency) = (Class::Vector, lat.vector);
+                    Op::VIota { vd: vd.0 }
+                }
+                Inst::FBin { op, rd, ra, rb } => {
+                    srcs.extend([ra.0, rb.0]);
+                    dest = rd.0;
+                    (class, latency) = (Class::Vector, lat.vector);
+                    Op::FBin { op, rd: rd.0, ra: ra.0, rb: rb.0 }
+                }
+                Inst::FCvt { rd, ra } => {
+                    srcs.push(ra.0);
+                    dest = rd.0;
+                    (class, latency) = (Class::Vector, lat.vector);
+                    Op::FCvt { rd: rd.0, ra: ra.0 }
+                }
                 Inst::VStore { vs, base, offset, count } => {
-                    d.srcs[0] = base.0;
-                    d.vsrcs[0] = vs.0;
-                    max_bytes = max_bytes.max(4 * count as u64);
-                    Op::VStore { vs: vs.0, base: base.0, offset, count }
+                    srcs.extend([base.0, v(vs)]);
+                    (class, mem) = (Class::Store, MemKind::Store);
+                    Op::VStore { vs: vs.0, base: base.0, offset, count: Count::Imm(count) }
+                }
+                Inst::VStoreN { vs, base, offset, count } => {
+                    srcs.extend([base.0, count.0, v(vs)]);
+                    (class, mem) = (Class::Store, MemKind::Store);
+                    Op::VStore { vs: vs.0, base: base.0, offset, count: Count::Reg(count.0) }
                 }
                 Inst::PopControl { rd } => {
-                    d.latency = lat.queue_pop;
+                    dest = rd.0;
+                    (class, latency, mem) = (Class::Load, lat.queue_pop, MemKind::QueueRead);
                     Op::PopControl { rd: rd.0 }
                 }
                 Inst::PopOperand { rd } => {
-                    d.latency = lat.queue_pop;
+                    dest = rd.0;
+                    (class, latency, mem) = (Class::Load, lat.queue_pop, MemKind::QueueRead);
                     Op::PopOperand { rd: rd.0 }
                 }
-                Inst::Halt => Op::Halt,
+                Inst::GetVar { rd, var } => {
+                    srcs.push(VAR_BASE + var.0);
+                    dest = rd.0;
+                    Op::GetVar { rd: rd.0, var: var.0 }
+                }
+                Inst::IncrementVar { var, imm } => {
+                    srcs.push(VAR_BASE + var.0);
+                    dest = VAR_BASE + var.0;
+                    Op::IncrementVar { var: var.0, imm }
+                }
+                Inst::Halt => {
+                    class = Class::None;
+                    Op::Halt
+                }
             };
-            d
+            Decoded { op, src_first, src_len: srcs.len() as u32 - src_first, dest, class, latency, mem }
         })
         .collect();
-    // An access of b bytes spans at most b / line + 2 lines (the +2 covers a misaligned start).
-    let max_lines = (max_bytes / cfg.line_bytes.max(1) as u64 + 2) as usize;
-    (ops, switch_targets, max_lines)
+    (ops, srcs, switch_targets)
+}
+
+/// What functional execution of one instruction leaves to the timing model.
+struct Exec {
+    next_pc: usize,
+    /// The instruction's memory access (`NONE32` for none).
+    access: u32,
+    /// Load-port issue slots it takes (gather elements).
+    slots: u32,
+    /// A predicted branch that was mispredicted.
+    mispredicted: bool,
 }
 
 impl<M> Core<M>
 where
     M: Carries<MemRequest> + Carries<MemResponse> + Carries<QueueEntry>,
 {
-    /// Sets the issue timer for `tick` unless one at or before it is pending.
-    fn wake_at(&mut self, tick: Tick, ctx: &mut Ctx<'_, M>) {
+    /// ROB index of sequence number `seq`.
+    #[inline]
+    fn at(&self, seq: u64) -> usize {
+        (seq % u64::from(self.cfg.rob_entries)) as usize
+    }
+
+    /// Sets the step timer for the edge of `cycle` unless one at or before it is pending.
+    fn wake_at(&mut self, cycle: u64, ctx: &mut Ctx<'_, M>) {
+        let tick = self.cfg.clock.edge(cycle);
         if self.timer_at != Tick::MAX && self.timer_at >= ctx.now() && self.timer_at <= tick {
             return;
         }
         self.timer_at = tick;
-        ctx.schedule_at(tick, Priority::DEFAULT, ISSUE_TIMER);
+        ctx.schedule_at(tick, Priority::DEFAULT, STEP_TIMER);
     }
 
-    /// Sends queued line requests while miss slots are free and the link accepts them.
-    fn pump(&mut self, ctx: &mut Ctx<'_, M>) {
-        while let Some(&line) = self.send_queue.front() {
-            let Some(slot) = self.free_slots.pop() else { return };
-            let generation = self.slots[slot as usize].generation;
-            let req = MemRequest {
-                id: (u64::from(generation) << 32) | u64::from(slot),
-                addr: line.addr,
-                bytes: self.cfg.line_bytes,
-                write: line.write,
-                issued: ctx.now(),
-                non_temporal: false,
-            };
-            if ctx.send(self.ports.mem_req, <M as Carries<MemRequest>>::wrap(req)).is_err() {
-                // Woken with Wake::Space when the link frees a slot.
-                self.free_slots.push(slot);
+    /// Everything the core does at one wake-up: retire, dispatch (at a clock edge), send
+    /// memory requests, and arrange the next wake-up.
+    fn step(&mut self, ctx: &mut Ctx<'_, M>) {
+        if self.fault.is_some() || self.finish.is_some() {
+            return;
+        }
+        let now = ctx.now();
+        let clock = self.cfg.clock;
+        let cur = clock.cycle_at(now);
+        let at_edge = clock.edge(cur) == now;
+        // Work found between edges belongs to the next cycle.
+        let floor = if at_edge { cur } else { cur + 1 };
+        self.retire(cur, ctx);
+        if at_edge && !self.halted {
+            self.dispatch(cur, ctx);
+            if self.fault.is_some() {
                 return;
             }
-            self.slots[slot as usize].access = line.access;
+        }
+        self.issue_memory(cur, floor, ctx);
+        self.pump(ctx);
+        // Jumps and `halt` complete when they dispatch.
+        self.retire(cur, ctx);
+        self.counters.cycles = self.counters.cycles.max(cur);
+        self.check_finish();
+        if self.finish.is_none() {
+            self.schedule_next(cur, ctx);
+        }
+    }
+
+    /// Sets the timer for the next cycle at which something can happen without a message.
+    fn schedule_next(&mut self, cur: u64, ctx: &mut Ctx<'_, M>) {
+        let mut next = u64::MAX;
+        if let Some(&Reverse((issue, _))) = self.to_issue.peek() {
+            next = next.min(issue);
+        }
+        if self.halted {
+            // One wake at the end, once every result time is known (responses wake it before).
+            if let Some(rc) = self.final_retire_cycle() {
+                next = next.min(rc);
+            }
+        } else {
+            let full = match self.block {
+                Block::None => {
+                    next = next.min(cur + 1);
+                    false
+                }
+                Block::Rob => self.tail - self.head >= u64::from(self.cfg.rob_entries),
+                Block::Lq => self.lq_used >= self.cfg.lq_entries,
+                Block::Sq => self.sq_used >= self.cfg.sq_entries,
+                Block::Queue => {
+                    if self.ports.queue.is_some_and(|q| ctx.peek(q).is_some()) {
+                        next = next.min(cur + 1);
+                    }
+                    false
+                }
+                Block::Mispredict => {
+                    match self.redirect {
+                        Some(Redirect::Until(c)) => next = next.min(c),
+                        Some(Redirect::Waiting(_)) => {}
+                        None => next = next.min(cur + 1),
+                    }
+                    false
+                }
+            };
+            if matches!(self.block, Block::Rob | Block::Lq | Block::Sq) {
+                if !full {
+                    next = next.min(cur + 1);
+                } else if let Some(rc) = self.head_retire_cycle() {
+                    next = next.min(rc);
+                }
+            }
+        }
+        if next != u64::MAX {
+            self.wake_at(next.max(cur + 1), ctx);
+        }
+    }
+
+    /// The cycle the ROB head retires, if its result time is known.
+    fn head_retire_cycle(&self) -> Option<u64> {
+        if self.head == self.tail {
+            return None;
+        }
+        let c = self.rob[self.at(self.head)].complete;
+        (c != UNKNOWN).then(|| self.retire_cycle(c, self.last_retire, self.retired_in_last))
+    }
+
+    /// When an instruction whose result is ready at `complete` retires, after the previous
+    /// retirement at `last` (with `n` retired in that cycle).
+    #[inline]
+    fn retire_cycle(&self, complete: u64, last: u64, n: u32) -> u64 {
+        let rc = complete.max(last);
+        if rc == last && n >= self.cfg.retire_width { rc + 1 } else { rc }
+    }
+
+    /// When the youngest instruction in the ROB retires, if every result time is known.
+    fn final_retire_cycle(&self) -> Option<u64> {
+        if self.head == self.tail {
+            return None;
+        }
+        let (mut last, mut n) = (self.last_retire, self.retired_in_last);
+        for seq in self.head..self.tail {
+            let c = self.rob[self.at(seq)].complete;
+            if c == UNKNOWN {
+                return None;
+            }
+            let rc = self.retire_cycle(c, last, n);
+            if rc != last {
+                (last, n) = (rc, 0);
+            }
+            n += 1;
+        }
+        Some(last)
+    }
+
+    /// Retires, in order, every instruction whose retirement cycle is at most `cycle`.
+    fn retire(&mut self, cycle: u64, ctx: &mut Ctx<'_, M>) {
+        while self.head < self.tail {
+            let i = self.at(self.head);
+            let (complete, dispatch, mem, access, store_done, pc) = {
+                let e = &self.rob[i];
+                (e.complete, e.dispatch, e.mem, e.access, e.store_done, e.pc)
+            };
+            if complete == UNKNOWN {
+                break;
+            }
+            let rc = self.retire_cycle(complete, self.last_retire, self.retired_in_last);
+            if rc > cycle {
+                break;
+            }
+            if rc != self.last_retire {
+                self.last_retire = rc;
+                self.retired_in_last = 0;
+            }
+            self.retired_in_last += 1;
+            // Cycles nothing retired because this (oldest) instruction was not done.
+            let gap = complete.saturating_sub(self.retire_gap_from.max(dispatch));
+            if gap > 0 {
+                if mem == MemKind::Load {
+                    self.counters.stall_operand_memory += gap;
+                    ctx.stats().add(self.stats.retire_stall_memory, gap);
+                } else {
+                    self.counters.stall_operand_latency += gap;
+                    ctx.stats().add(self.stats.retire_stall_latency, gap);
+                }
+            }
+            self.retire_gap_from = rc + 1;
+            match mem {
+                MemKind::Load | MemKind::QueueRead => self.lq_used -= 1,
+                MemKind::Store if store_done => self.sq_used -= 1,
+                MemKind::Store => {
+                    if let Some(a) = self.accesses.get_mut(access as usize) {
+                        a.retired = true;
+                    }
+                }
+                MemKind::None => {}
+            }
+            if matches!(self.ops.get(pc as usize).map(|d| d.op), Some(Op::Halt)) {
+                self.halt_retired = Some(rc);
+            }
+            self.head += 1;
+            self.counters.retired += 1;
+            ctx.stats().inc(self.stats.retired);
+            ctx.progress();
+        }
+    }
+
+    /// Dispatches up to the width at `cycle`, until blocked or halted.
+    fn dispatch(&mut self, cycle: u64, ctx: &mut Ctx<'_, M>) {
+        if self.dispatch_cycle != cycle {
+            self.dispatch_cycle = cycle;
+            self.used = 0;
+        }
+        while self.used < self.cfg.issue_width && !self.halted {
+            match self.dispatch_one(cycle, ctx) {
+                Step::Dispatched => {
+                    self.used += 1;
+                    self.block = Block::None;
+                    if let Some((cause, from)) = self.stall.take() {
+                        self.add_stall(cause, cycle.saturating_sub(from), ctx);
+                    }
+                    self.counters.instructions += 1;
+                    ctx.stats().inc(self.stats.instructions);
+                    ctx.progress();
+                }
+                Step::Blocked(block) => {
+                    self.block = block;
+                    let cause = match block {
+                        Block::Rob | Block::Lq | Block::Sq if self.send_block != SendBlock::None => {
+                            Cause::MshrFull
+                        }
+                        Block::Rob => Cause::RobFull,
+                        Block::Lq => Cause::LqFull,
+                        Block::Sq => Cause::SqFull,
+                        Block::Queue => Cause::QueueEmpty,
+                        Block::Mispredict | Block::None => Cause::Mispredict,
+                    };
+                    let from = if self.used > 0 { cycle + 1 } else { cycle };
+                    match self.stall {
+                        Some((c, _)) if c == cause => {}
+                        Some((c, f)) => {
+                            self.add_stall(c, from.saturating_sub(f), ctx);
+                            self.stall = Some((cause, from));
+                        }
+                        None => self.stall = Some((cause, from)),
+                    }
+                    return;
+                }
+                Step::Stopped => return,
+            }
+        }
+        self.block = Block::None;
+    }
+
+    /// Adds `cycles` to the counter of stall `cause`.
+    fn add_stall(&mut self, cause: Cause, cycles: u64, ctx: &mut Ctx<'_, M>) {
+        let c = &mut self.counters;
+        let counter = match cause {
+            Cause::RobFull => &mut c.stall_rob_full,
+            Cause::LqFull => &mut c.stall_lq_full,
+            Cause::SqFull => &mut c.stall_sq_full,
+            Cause::MshrFull => &mut c.stall_memory_slots,
+            Cause::QueueEmpty => &mut c.stall_queue,
+            Cause::Mispredict => &mut c.stall_mispredict,
+        };
+        *counter += cycles;
+        ctx.stats().add(self.stats.stalls[cause as usize], cycles);
+    }
+
+    /// Dispatches the instruction at `pc` at `cycle`: checks its resources, executes it, puts
+    /// it in the ROB and schedules what can be scheduled.
+    fn dispatch_one(&mut self, cycle: u64, ctx: &mut Ctx<'_, M>) -> Step {
+        match self.redirect {
+            Some(Redirect::Waiting(_)) => return Step::Blocked(Block::Mispredict),
+            Some(Redirect::Until(c)) if c > cycle => return Step::Blocked(Block::Mispredict),
+            Some(Redirect::Until(_)) => self.redirect = None,
+            None => {}
+        }
+        let Some(&d) = self.ops.get(self.pc) else {
+            return self.fail(FaultKind::RanOffEnd);
+        };
+        if self.tail - self.head >= u64::from(self.cfg.rob_entries) {
+            return Step::Blocked(Block::Rob);
+        }
+        match d.mem {
+            MemKind::Load | MemKind::QueueRead if self.lq_used >= self.cfg.lq_entries => {
+                return Step::Blocked(Block::Lq);
+            }
+            MemKind::Store if self.sq_used >= self.cfg.sq_entries => return Step::Blocked(Block::Sq),
+            _ => {}
+        }
+        let exec = match self.execute(&d, ctx) {
+            Ok(x) => x,
+            Err(step) => return step,
+        };
+        let seq = self.tail;
+        let i = self.at(seq);
+        // Sources: the ready cycle of each, or a wait on its in-flight writer.
+        let mut src_ready = cycle;
+        let mut pending = 0u32;
+        for k in d.src_first..d.src_first + d.src_len {
+            let r = self.srcs[k as usize] as usize;
+            let ready = self.rf.ready[r];
+            if ready == UNKNOWN {
+                let w = self.at(self.rf.writer[r]);
+                self.rob[w].waiters.push(seq);
+                pending += 1;
+            } else {
+                src_ready = src_ready.max(ready);
+            }
+        }
+        {
+            let e = &mut self.rob[i];
+            e.pc = self.pc as u32;
+            e.dispatch = cycle;
+            e.complete = UNKNOWN;
+            e.src_ready = src_ready;
+            e.pending = pending;
+            e.dest = d.dest;
+            e.class = d.class;
+            e.latency = d.latency;
+            e.mem = d.mem;
+            e.slots = exec.slots;
+            e.access = exec.access;
+            e.store_done = false;
+            e.waiters.clear();
+        }
+        if d.dest != NO_DEST {
+            self.rf.ready[d.dest as usize] = UNKNOWN;
+            self.rf.writer[d.dest as usize] = seq;
+        }
+        self.tail += 1;
+        match d.mem {
+            MemKind::Load | MemKind::QueueRead => self.lq_used += 1,
+            MemKind::Store => self.sq_used += 1,
+            MemKind::None => {}
+        }
+        if pending == 0 {
+            self.schedule(seq, cycle);
+            self.drain_work(cycle);
+        }
+        if exec.mispredicted {
+            self.counters.mispredictions += 1;
+            ctx.stats().inc(self.stats.mispredictions);
+            let c = self.rob[i].complete;
+            self.redirect = Some(if c == UNKNOWN {
+                Redirect::Waiting(seq)
+            } else {
+                Redirect::Until(c + u64::from(self.cfg.mispredict_penalty))
+            });
+        }
+        self.pc = exec.next_pc;
+        Step::Dispatched
+    }
+
+    /// Schedules an instruction whose sources are all resolved: its issue slot, and its result
+    /// time (queued on `work`) or its memory issue.
+    fn schedule(&mut self, seq: u64, floor: u64) {
+        let i = self.at(seq);
+        let (from, class, latency, mem, slots) = {
+            let e = &self.rob[i];
+            (e.dispatch.max(e.src_ready).max(floor), e.class, e.latency, e.mem, e.slots)
+        };
+        match mem {
+            MemKind::Load | MemKind::Store => {
+                let mut issue = from;
+                for _ in 0..slots.max(1) {
+                    issue = issue.max(self.calendar.reserve(class, from, floor));
+                }
+                self.to_issue.push(Reverse((issue, seq)));
+                if mem == MemKind::Store {
+                    // A store is done for retirement once it has issued; its write drains later.
+                    self.work.push((seq, issue + 1));
+                }
+            }
+            MemKind::None if class == Class::None => self.work.push((seq, from)),
+            _ => {
+                let issue = self.calendar.reserve(class, from, floor);
+                self.work.push((seq, issue + u64::from(latency)));
+            }
+        }
+    }
+
+    /// Records the result times on `work` and schedules the instructions they release.
+    fn drain_work(&mut self, floor: u64) {
+        while let Some((seq, c)) = self.work.pop() {
+            let i = self.at(seq);
+            self.rob[i].complete = c;
+            let dest = self.rob[i].dest;
+            if dest != NO_DEST && self.rf.writer[dest as usize] == seq {
+                self.rf.ready[dest as usize] = c;
+                self.rf.writer[dest as usize] = NO_SEQ;
+            }
+            if self.redirect == Some(Redirect::Waiting(seq)) {
+                self.redirect = Some(Redirect::Until(c + u64::from(self.cfg.mispredict_penalty)));
+            }
+            if self.rob[i].waiters.is_empty() {
+                continue;
+            }
+            let waiters = std::mem::replace(&mut self.rob[i].waiters, std::mem::take(&mut self.scratch));
+            for &w in &waiters {
+                let wi = self.at(w);
+                let e = &mut self.rob[wi];
+                e.pending = e.pending.saturating_sub(1);
+                e.src_ready = e.src_ready.max(c);
+                if e.pending == 0 {
+                    self.schedule(w, floor);
+                }
+            }
+            // Keep both buffers' capacity: no allocation in the steady state.
+            let mut waiters = waiters;
+            waiters.clear();
+            self.scratch = std::mem::replace(&mut self.rob[i].waiters, waiters);
+        }
+    }
+
+    /// Moves memory instructions whose issue cycle has come to the send stage.
+    fn issue_memory(&mut self, cycle: u64, floor: u64, ctx: &mut Ctx<'_, M>) {
+        while let Some(&Reverse((issue, seq))) = self.to_issue.peek() {
+            if issue > cycle {
+                break;
+            }
+            self.to_issue.pop();
+            let i = self.at(seq);
+            let a = self.rob[i].access;
+            let Some(acc) = self.accesses.get_mut(a as usize) else { continue };
+            if acc.lines.is_empty() {
+                // A masked access of zero elements touches no line.
+                if acc.write {
+                    self.rob[i].store_done = true;
+                } else {
+                    self.work.push((seq, issue + 1));
+                }
+                self.free_accesses.push(a);
+                continue;
+            }
+            self.send_queue.push_back(a);
+        }
+        self.drain_work(floor);
+        let _ = ctx;
+    }
+
+    /// Sends line requests in issue order while miss slots are free and the link accepts them;
+    /// reads of a line in flight merge into its request.
+    fn pump(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.send_block = SendBlock::None;
+        while let Some(&a) = self.send_queue.front() {
+            let ai = a as usize;
+            while self.accesses[ai].next_line < self.accesses[ai].lines.len() {
+                let (line, write, first) = {
+                    let acc = &self.accesses[ai];
+                    (acc.lines[acc.next_line], acc.write, acc.next_line == 0)
+                };
+                if let Some(&s) = self.in_flight_lines.get(&line).filter(|_| !write) {
+                    self.slots[s as usize].waiters.push(a);
+                    self.counters.merged_requests += 1;
+                    ctx.stats().inc(self.stats.merged);
+                } else {
+                    let Some(s) = self.free_slots.pop() else {
+                        self.send_block = SendBlock::Slots;
+                        return;
+                    };
+                    let generation = self.slots[s as usize].generation;
+                    let req = MemRequest {
+                        id: (u64::from(generation) << 32) | u64::from(s),
+                        addr: line,
+                        bytes: self.cfg.line_bytes,
+                        write,
+                        issued: ctx.now(),
+                        non_temporal: false,
+                    };
+                    if ctx.send(self.ports.mem_req, <M as Carries<MemRequest>>::wrap(req)).is_err() {
+                        // Woken with Wake::Space when the link frees a slot.
+                        self.free_slots.push(s);
+                        self.send_block = SendBlock::Link;
+                        return;
+                    }
+                    let slot = &mut self.slots[s as usize];
+                    slot.busy = true;
+                    slot.line = line;
+                    slot.write = write;
+                    slot.waiters.clear();
+                    slot.waiters.push(a);
+                    if !write {
+                        self.in_flight_lines.insert(line, s);
+                    }
+                    self.counters.mem_requests += 1;
+                    ctx.stats().inc(self.stats.mem_requests);
+                }
+                if first && !write {
+                    // Latency counts from the first request: waiting for a miss slot is the
+                    // core's queueing, not the memory's latency.
+                    self.accesses[ai].issued = ctx.now();
+                    self.change_loads_in_flight(true, ctx);
+                }
+                self.accesses[ai].next_line += 1;
+            }
             self.send_queue.pop_front();
-            self.counters.mem_requests += 1;
-            ctx.stats().inc(self.stats.mem_requests);
+        }
+    }
+
+    /// Counts a load entering (`up`) or leaving flight, keeping the peak and the time integral.
+    fn change_loads_in_flight(&mut self, up: bool, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        let dt = now.saturating_sub(self.in_flight_since);
+        self.in_flight_ticks += u128::from(self.loads_in_flight) * u128::from(dt);
+        self.in_flight_since = now;
+        let ticks = u64::try_from(self.in_flight_ticks).unwrap_or(u64::MAX);
+        let cycles = self.cfg.clock.ticks_to_cycles(ticks);
+        let added = cycles.saturating_sub(self.counters.load_in_flight_cycles);
+        if added > 0 {
+            self.counters.load_in_flight_cycles = cycles;
+            ctx.stats().add(self.stats.in_flight_cycles, added);
+        }
+        if up {
+            self.loads_in_flight += 1;
+            if self.loads_in_flight > self.counters.peak_loads_in_flight {
+                self.counters.peak_loads_in_flight = self.loads_in_flight;
+                ctx.stats().inc(self.stats.peak_in_flight);
+            }
+        } else {
+            self.loads_in_flight = self.loads_in_flight.saturating_sub(1);
         }
     }
 
     /// Takes every response that has arrived and completes the accesses they finish.
     fn receive_responses(&mut self, ctx: &mut Ctx<'_, M>) {
         let now = ctx.now();
+        let clock = self.cfg.clock;
+        let floor = clock.cycle_at(clock.next_edge(now));
         while let Some(msg) = ctx.recv(self.ports.mem_resp) {
             let resp = match <M as Carries<MemResponse>>::unwrap_as(msg) {
                 Ok(resp) => resp,
@@ -924,289 +1782,101 @@ where
             // A response that matches no request in flight is ignored (a memory model bug would
             // show as a core that never finishes, which the watchdog reports).
             let Some(s) = self.slots.get_mut(slot) else { continue };
-            if s.access == FREE || s.generation != generation {
+            if !s.busy || s.generation != generation {
                 continue;
             }
-            let index = s.access;
-            s.access = FREE;
+            s.busy = false;
             s.generation = s.generation.wrapping_add(1);
+            let (line, write) = (s.line, s.write);
+            let waiters = std::mem::take(&mut s.waiters);
+            if !write && self.in_flight_lines.get(&line) == Some(&(slot as u32)) {
+                self.in_flight_lines.remove(&line);
+            }
             self.free_slots.push(slot as u32);
-            let Some(a) = self.accesses.get_mut(index as usize) else { continue };
-            a.lines_left = a.lines_left.saturating_sub(1);
-            if a.lines_left > 0 {
-                continue;
-            }
-            let a = *a;
-            self.free_accesses.push(index);
-            match a.dest {
-                Dest::Store => continue,
-                Dest::R(r) if self.rf.reg_writer[r as usize] == a.uid => {
-                    self.rf.reg_ready[r as usize] = now;
-                    self.rf.reg_writer[r as usize] = 0;
+            self.last_answer = now;
+            for &a in &waiters {
+                let Some(acc) = self.accesses.get_mut(a as usize) else { continue };
+                acc.lines_left = acc.lines_left.saturating_sub(1);
+                if acc.lines_left == 0 {
+                    self.finish_access(a, floor, ctx);
                 }
-                Dest::V(v) if self.rf.vreg_writer[v as usize] == a.uid => {
-                    self.rf.vreg_ready[v as usize] = now;
-                    self.rf.vreg_writer[v as usize] = 0;
-                }
-                // A later instruction overwrote the register: its value and timing stand.
-                _ => {}
             }
-            let latency = now.saturating_sub(a.issued);
-            let stats = ctx.stats();
-            stats.record(self.stats.load_latency, latency);
-            if a.lookup {
-                stats.record(self.stats.lookup_latency, latency);
-            }
+            let mut waiters = waiters;
+            waiters.clear();
+            self.slots[slot].waiters = waiters;
+        }
+        if self.fault.is_none() {
+            self.drain_work(floor);
         }
     }
 
-    /// Issues instructions at the current cycle edge until blocked, halted or out of width.
-    fn run_issue(&mut self, ctx: &mut Ctx<'_, M>) {
-        if self.halted || self.fault.is_some() {
-            return;
-        }
-        let now = ctx.now();
-        let clock = self.cfg.clock;
-        let edge = clock.next_edge(now);
-        if edge > now {
-            // Woken between edges (a response or an arrival): issue at the next edge.
-            self.wake_at(edge, ctx);
-            return;
-        }
-        if self.cycle_edge != edge {
-            self.cycle_edge = edge;
-            self.used = 0;
-        }
-        let cycle = clock.cycle_at(edge);
-        while self.used < self.cfg.issue_width {
-            match self.issue_one(edge, cycle, ctx) {
-                Step::Issued => {
-                    self.used += 1;
-                    self.block = Block::None;
-                    if let Some(from) = self.stall_from.take() {
-                        self.add_stall(cycle.saturating_sub(from), ctx);
-                    }
-                    self.counters.instructions += 1;
-                    ctx.stats().inc(self.stats.instructions);
-                    ctx.progress();
-                    if self.halted {
-                        self.check_finish(now);
-                        return;
-                    }
-                }
-                Step::Blocked(block) => {
-                    self.stall(block, if self.used == 0 { cycle } else { cycle + 1 }, ctx);
-                    return;
-                }
-                Step::Stopped => return,
+    /// An access's last line was answered: a load's result is ready at cycle `ready`; a store's
+    /// queue entry may be freed.
+    fn finish_access(&mut self, a: u32, ready: u64, ctx: &mut Ctx<'_, M>) {
+        let acc = &self.accesses[a as usize];
+        let (seq, write, retired, lookup, issued) = (acc.seq, acc.write, acc.retired, acc.lookup, acc.issued);
+        self.free_accesses.push(a);
+        if write {
+            if retired {
+                self.sq_used -= 1;
+            } else {
+                let i = self.at(seq);
+                self.rob[i].store_done = true;
             }
+            return;
         }
-        // The width is used up. If the next instruction's operands will not be ready next
-        // cycle, sleep until they are rather than wake just to find it blocked.
-        let next = clock.edge(cycle + 1);
-        if let Some(d) = self.ops.get(self.pc).copied()
-            && let Some(block) = self.operand_block(&d, next)
+        self.work.push((seq, ready));
+        let latency = ctx.now().saturating_sub(issued);
+        let stats = ctx.stats();
+        stats.record(self.stats.load_latency, latency);
+        if lookup {
+            stats.record(self.stats.lookup_latency, latency);
+        }
+        self.change_loads_in_flight(false, ctx);
+    }
+
+    /// Marks the core finished once `halt` has retired and nothing is left in flight.
+    fn check_finish(&mut self) {
+        if let Some(rc) = self.halt_retired
+            && self.fault.is_none()
+            && self.finish.is_none()
+            && self.head == self.tail
+            && self.send_queue.is_empty()
+            && self.to_issue.is_empty()
+            && self.free_slots.len() == self.slots.len()
         {
-            self.stall(block, cycle + 1, ctx);
-            return;
+            let clock = self.cfg.clock;
+            let finish = clock.edge(rc).max(self.last_answer);
+            self.finish = Some(finish);
+            self.counters.cycles = clock.cycle_at(clock.next_edge(finish));
         }
-        self.wake_at(next, ctx);
     }
 
-    /// Records that issue is blocked from cycle `from` by `block` and arranges the wake-up.
-    fn stall(&mut self, block: Block, from: u64, ctx: &mut Ctx<'_, M>) {
-        self.block = block;
-        if self.stall_from.is_none() {
-            self.stall_from = Some(from);
-            self.stall_cause = block.cause();
+    /// Takes a free access for the instruction about to enter the ROB at `tail`.
+    fn new_access(&mut self, write: bool, lookup: bool) -> u32 {
+        // Accesses number lq_entries + sq_entries and each memory instruction holds a queue
+        // entry while its access lives, so one is free whenever the queue check passed.
+        let a = self.free_accesses.pop().unwrap_or(NONE32);
+        if let Some(acc) = self.accesses.get_mut(a as usize) {
+            acc.seq = self.tail;
+            acc.lines.clear();
+            acc.next_line = 0;
+            acc.lines_left = 0;
+            acc.write = write;
+            acc.lookup = lookup;
+            acc.issued = 0;
+            acc.retired = false;
         }
-        if let Block::Operand { memory: false, ready, .. } = block {
-            // Only a known latency: wake exactly when the operand is ready.
-            self.wake_at(self.cfg.clock.next_edge(ready), ctx);
-        }
-        // Otherwise a response, an arrival or link space wakes the core.
+        a
     }
 
-    /// Tries to issue the instruction at `pc` at `edge` (cycle number `cycle`).
-    fn issue_one(&mut self, edge: Tick, cycle: u64, ctx: &mut Ctx<'_, M>) -> Step {
-        let Some(&d) = self.ops.get(self.pc) else {
-            return self.fail(FaultKind::RanOffEnd);
-        };
-        if let Some(block) = self.operand_block(&d, edge) {
-            return Step::Blocked(block);
+    /// Adds the lines of `bytes` at `addr` to access `a`.
+    fn add_lines(&mut self, a: u32, addr: u64, bytes: u64) {
+        let line_bytes = self.cfg.line_bytes;
+        if let Some(acc) = self.accesses.get_mut(a as usize) {
+            Self::push_lines(line_bytes, &mut acc.lines, addr, bytes);
+            acc.lines_left = acc.lines.len() as u32;
         }
-        let ready = self.cfg.clock.edge(cycle.saturating_add(u64::from(d.latency)));
-        let mut next_pc = self.pc + 1;
-        match d.op {
-            Op::Li { rd, imm } => self.set_reg(rd, imm, ready),
-            Op::Alu { op, rd, ra, rb } => {
-                let Some(v) = op.apply(self.rf.regs[ra as usize], self.rf.regs[rb as usize]) else {
-                    return self.fail(FaultKind::DivByZero);
-                };
-                self.set_reg(rd, v, ready);
-            }
-            Op::AluI { op, rd, ra, imm } => {
-                let Some(v) = op.apply(self.rf.regs[ra as usize], imm) else {
-                    return self.fail(FaultKind::DivByZero);
-                };
-                self.set_reg(rd, v, ready);
-            }
-            Op::Branch { cond, ra, rb, target } => {
-                if cond.holds(self.rf.regs[ra as usize], self.rf.regs[rb as usize]) {
-                    next_pc = target as usize;
-                }
-            }
-            Op::Jump { target } => next_pc = target as usize,
-            Op::Switch { ra, first, len } => {
-                let value = self.rf.regs[ra as usize];
-                let target = u32::try_from(value)
-                    .ok()
-                    .filter(|&i| i < len)
-                    .and_then(|i| self.switch_targets.get((first + i) as usize));
-                match target {
-                    Some(&t) => next_pc = t as usize,
-                    None => return self.fail(FaultKind::SwitchOutOfRange { value, targets: len as usize }),
-                }
-            }
-            Op::LoadU32 { rd, base, offset, lookup } => {
-                if let Some(block) = self.memory_block() {
-                    return Step::Blocked(block);
-                }
-                let (addr, word) = match self.address(base, offset).and_then(|a| Ok((a, self.read_word(a)?)))
-                {
-                    Ok(v) => v,
-                    Err(kind) => return self.fail(kind),
-                };
-                self.rf.regs[rd as usize] = i64::from(word);
-                self.start_access(Dest::R(rd), addr, 4, edge, lookup);
-                self.count_load(lookup, ctx);
-                self.pump(ctx);
-            }
-            Op::VLoad { vd, base, offset, count, lookup } => {
-                if let Some(block) = self.memory_block() {
-                    return Step::Blocked(block);
-                }
-                let addr = match self.address(base, offset) {
-                    Ok(a) => a,
-                    Err(kind) => return self.fail(kind),
-                };
-                if let Err(kind) = self.load_vector(vd, addr, count) {
-                    return self.fail(kind);
-                }
-                self.start_access(Dest::V(vd), addr, 4 * u64::from(count), edge, lookup);
-                self.count_load(lookup, ctx);
-                self.pump(ctx);
-            }
-            Op::VLoadQueue { vd, base, offset, count } => {
-                let addr = match self.address(base, offset) {
-                    Ok(a) => a,
-                    Err(kind) => return self.fail(kind),
-                };
-                if let Err(kind) = self.load_vector(vd, addr, count) {
-                    return self.fail(kind);
-                }
-                self.set_vready(vd, ready);
-                self.counters.queue_loads += 1;
-                ctx.stats().inc(self.stats.queue_loads);
-            }
-            Op::VZero { vd } => {
-                let start = vd as usize * self.lanes;
-                self.vregs[start..start + self.lanes].fill(0.0);
-                self.set_vready(vd, ready);
-            }
-            Op::VBin { op, vd, va, vb } => {
-                let (d0, a0, b0) =
-                    (vd as usize * self.lanes, va as usize * self.lanes, vb as usize * self.lanes);
-                for i in 0..self.lanes {
-                    let (x, y) = (self.vregs[a0 + i], self.vregs[b0 + i]);
-                    self.vregs[d0 + i] = match op {
-                        VOp::Add => x + y,
-                        VOp::Mul => x * y,
-                        VOp::Max => x.max(y),
-                    };
-                }
-                self.set_vready(vd, ready);
-            }
-            Op::VStore { vs, base, offset, count } => {
-                if let Some(block) = self.memory_block() {
-                    return Step::Blocked(block);
-                }
-                let bytes = 4 * u64::from(count);
-                let addr = match self.address(base, offset) {
-                    Ok(a) => a,
-                    Err(kind) => return self.fail(kind),
-                };
-                let inside = addr >= self.output.base
-                    && addr.checked_add(bytes).is_some_and(|end| end <= self.output_end)
-                    && (addr - self.output.base) & 3 == 0;
-                if !inside {
-                    return self.fail(FaultKind::StoreOutsideOutput {
-                        addr,
-                        bytes,
-                        base: self.output.base,
-                        size: self.output_end - self.output.base,
-                    });
-                }
-                let first = ((addr - self.output.base) / 4) as usize;
-                let src = vs as usize * self.lanes;
-                self.outputs[first..first + count as usize]
-                    .copy_from_slice(&self.vregs[src..src + count as usize]);
-                self.start_access(Dest::Store, addr, bytes, edge, false);
-                self.counters.stores += 1;
-                ctx.stats().inc(self.stats.stores);
-                self.pump(ctx);
-            }
-            Op::PopControl { rd } => {
-                let Some(queue) = self.ports.queue else {
-                    return self.fail(FaultKind::NoQueue);
-                };
-                let Some(msg) = ctx.recv(queue) else {
-                    return Step::Blocked(Block::Queue);
-                };
-                let Ok(entry) = <M as Carries<QueueEntry>>::unwrap_as(msg) else {
-                    return self.fail(FaultKind::UnexpectedMessage("output queue"));
-                };
-                self.entry = Some(entry);
-                self.next_operand = 0;
-                self.set_reg(rd, i64::from(entry.control), ready);
-                self.count_pop(ctx);
-            }
-            Op::PopOperand { rd } => {
-                let Some(entry) = self.entry else {
-                    return self.fail(FaultKind::NoEntry);
-                };
-                let index = self.next_operand;
-                let len = entry.len.min(MAX_OPERANDS as u8);
-                if index >= len {
-                    return self.fail(FaultKind::OperandOutOfRange { index, len: entry.len });
-                }
-                self.next_operand += 1;
-                self.set_reg(rd, entry.operands[index as usize] as i64, ready);
-                self.count_pop(ctx);
-            }
-            Op::Halt => {
-                self.halted = true;
-                let last =
-                    |ready: &[Tick]| ready.iter().copied().filter(|&t| t != Tick::MAX).max().unwrap_or(0);
-                self.drain_tick = edge.max(last(&self.rf.reg_ready)).max(last(&self.rf.vreg_ready));
-            }
-        }
-        self.pc = next_pc;
-        Step::Issued
-    }
-
-    /// Adds `cycles` to the counter of the current stall's cause.
-    fn add_stall(&mut self, cycles: u64, ctx: &mut Ctx<'_, M>) {
-        let c = &mut self.counters;
-        let counter = match self.stall_cause {
-            0 => &mut c.stall_operand_memory,
-            1 => &mut c.stall_operand_latency,
-            2 => &mut c.stall_memory_slots,
-            _ => &mut c.stall_queue,
-        };
-        *counter += cycles;
-        let id = self.stats.stalls[self.stall_cause.min(3)];
-        ctx.stats().add(id, cycles);
     }
 
     fn count_load(&mut self, lookup: bool, ctx: &mut Ctx<'_, M>) {
@@ -1218,9 +1888,240 @@ where
         }
     }
 
+    fn count_store(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.counters.stores += 1;
+        ctx.stats().inc(self.stats.stores);
+    }
+
     fn count_pop(&mut self, ctx: &mut Ctx<'_, M>) {
         self.counters.queue_pops += 1;
         ctx.stats().inc(self.stats.queue_pops);
+    }
+
+    fn count_branch(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.counters.branches += 1;
+        ctx.stats().inc(self.stats.branches);
+    }
+
+    /// Executes `d` (the instruction at `pc`) functionally; `Err` if it cannot dispatch (an
+    /// empty queue) or faults.
+    fn execute(&mut self, d: &Decoded, ctx: &mut Ctx<'_, M>) -> Result<Exec, Step> {
+        let mut x = Exec { next_pc: self.pc + 1, access: NONE32, slots: 1, mispredicted: false };
+        macro_rules! tryf {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(kind) => return Err(self.fail(kind)),
+                }
+            };
+        }
+        match d.op {
+            Op::Li { rd, imm } => self.rf.regs[rd as usize] = imm,
+            Op::Alu { op, rd, ra, rb } => {
+                let v = op.apply(self.rf.regs[ra as usize], self.rf.regs[rb as usize]);
+                self.rf.regs[rd as usize] = tryf!(v.ok_or(FaultKind::DivByZero));
+            }
+            Op::AluI { op, rd, ra, imm } => {
+                let v = op.apply(self.rf.regs[ra as usize], imm);
+                self.rf.regs[rd as usize] = tryf!(v.ok_or(FaultKind::DivByZero));
+            }
+            Op::Branch { cond, ra, rb, target } => {
+                let taken = cond.holds(self.rf.regs[ra as usize], self.rf.regs[rb as usize]);
+                if taken {
+                    x.next_pc = target as usize;
+                }
+                let counter = &mut self.bimodal[self.pc];
+                x.mispredicted = (*counter >= 2) != taken;
+                *counter = if taken { (*counter + 1).min(3) } else { counter.saturating_sub(1) };
+                self.count_branch(ctx);
+            }
+            Op::Jump { target } => x.next_pc = target as usize,
+            Op::Switch { ra, first, len } => {
+                let value = self.rf.regs[ra as usize];
+                let target = u32::try_from(value)
+                    .ok()
+                    .filter(|&i| i < len)
+                    .and_then(|i| self.switch_targets.get((first + i) as usize).copied());
+                let t = tryf!(target.ok_or(FaultKind::SwitchOutOfRange { value, targets: len as usize }));
+                x.next_pc = t as usize;
+                x.mispredicted = self.last_target[self.pc] != t;
+                self.last_target[self.pc] = t;
+                self.count_branch(ctx);
+            }
+            Op::Load { width, rd, base, offset, lookup } => {
+                let addr = tryf!(self.address(base, offset));
+                let value = match width {
+                    Width::W32 => i64::from(tryf!(self.read_word(addr))),
+                    Width::W64 => {
+                        if addr & 7 != 0 {
+                            return Err(self.fail(FaultKind::Memory(MemError::Misaligned { addr, align: 8 })));
+                        }
+                        let lo = tryf!(self.read_word(addr));
+                        let hi = tryf!(self.read_word(addr + 4));
+                        ((u64::from(hi) << 32) | u64::from(lo)) as i64
+                    }
+                };
+                self.rf.regs[rd as usize] = value;
+                x.access = self.new_access(false, lookup);
+                self.add_lines(x.access, addr, width.bytes());
+                self.count_load(lookup, ctx);
+            }
+            Op::VLoad { vd, base, offset, count, lookup } => {
+                let count = tryf!(self.count(count));
+                let addr = tryf!(self.address(base, offset));
+                tryf!(self.load_vector(vd, addr, count));
+                x.access = self.new_access(false, lookup);
+                self.add_lines(x.access, addr, 4 * u64::from(count));
+                self.count_load(lookup, ctx);
+            }
+            Op::VGather { vd, base, offset, index, scale, count, lookup } => {
+                let b = self.rf.regs[base as usize];
+                let start = vd as usize * self.lanes;
+                // Gather into a scratch copy first: the index vector may be the destination.
+                let mut lanes = [0f32; crate::isa::MAX_LANES as usize];
+                x.access = self.new_access(false, lookup);
+                for (i, lane) in lanes.iter_mut().enumerate().take(count as usize) {
+                    let idx = match index {
+                        GatherIndex::Vector(v) => {
+                            i64::from(self.vregs[v.0 as usize * self.lanes + i].to_bits())
+                        }
+                        GatherIndex::Scalars(r) => self.rf.regs[r.0 as usize + i],
+                    };
+                    let off = i128::from(offset) + i128::from(idx) * i128::from(scale);
+                    let addr = u64::try_from(i128::from(b) + off).ok();
+                    let Some(addr) = addr else {
+                        self.free_accesses.push(x.access);
+                        let offset = i64::try_from(off).unwrap_or(if off < 0 { i64::MIN } else { i64::MAX });
+                        return Err(self.fail(FaultKind::BadAddress { base: b, offset }));
+                    };
+                    match self.read_word(addr) {
+                        Ok(w) => *lane = f32::from_bits(w),
+                        Err(kind) => {
+                            self.free_accesses.push(x.access);
+                            return Err(self.fail(kind));
+                        }
+                    }
+                    self.add_lines(x.access, addr, 4);
+                }
+                self.vregs[start..start + self.lanes].copy_from_slice(&lanes[..self.lanes]);
+                x.slots = count;
+                self.count_load(lookup, ctx);
+            }
+            Op::VLoadQueue { vd, base, offset, count } => {
+                let addr = tryf!(self.address(base, offset));
+                tryf!(self.load_vector(vd, addr, count));
+                self.counters.queue_loads += 1;
+                ctx.stats().inc(self.stats.queue_loads);
+            }
+            Op::VZero { vd } => {
+                let start = vd as usize * self.lanes;
+                self.vregs[start..start + self.lanes].fill(0.0);
+            }
+            Op::VBin { op, vd, va, vb } => {
+                let (d0, a0, b0) =
+                    (vd as usize * self.lanes, va as usize * self.lanes, vb as usize * self.lanes);
+                for i in 0..self.lanes {
+                    let (p, q) = (self.vregs[a0 + i], self.vregs[b0 + i]);
+                    self.vregs[d0 + i] = match op {
+                        VOp::Add => p + q,
+                        VOp::Mul => p * q,
+                        VOp::Max => p.max(q),
+                    };
+                }
+            }
+            Op::VInt { op, vd, va, vb } => {
+                let (d0, a0, b0) =
+                    (vd as usize * self.lanes, va as usize * self.lanes, vb as usize * self.lanes);
+                for i in 0..self.lanes {
+                    let v = op.apply(self.vregs[a0 + i].to_bits(), self.vregs[b0 + i].to_bits());
+                    self.vregs[d0 + i] = f32::from_bits(v);
+                }
+            }
+            Op::VBcast { vd, rs } => {
+                let start = vd as usize * self.lanes;
+                let v = f32::from_bits(self.rf.regs[rs as usize] as u32);
+                self.vregs[start..start + self.lanes].fill(v);
+            }
+            Op::VExtract { rd, vs, lane } => {
+                let bits =
+                    self.vregs.get(vs as usize * self.lanes + lane as usize).map_or(0, |v| v.to_bits());
+                self.rf.regs[rd as usize] = i64::from(bits);
+            }
+            Op::VIota { vd } => {
+                let start = vd as usize * self.lanes;
+                for i in 0..self.lanes {
+                    self.vregs[start + i] = f32::from_bits(i as u32);
+                }
+            }
+            Op::FBin { op, rd, ra, rb } => {
+                let a = f32::from_bits(self.rf.regs[ra as usize] as u32);
+                let b = f32::from_bits(self.rf.regs[rb as usize] as u32);
+                self.rf.regs[rd as usize] = i64::from(op.apply(a, b).to_bits());
+            }
+            Op::FCvt { rd, ra } => {
+                self.rf.regs[rd as usize] = i64::from((self.rf.regs[ra as usize] as f32).to_bits());
+            }
+            Op::Store { width, rs, base, offset } => {
+                let addr = tryf!(self.address(base, offset));
+                let bytes = width.bytes();
+                let first = tryf!(self.check_store(addr, bytes, bytes));
+                let v = self.rf.regs[rs as usize] as u64;
+                self.outputs[first] = f32::from_bits(v as u32);
+                if width == Width::W64 {
+                    self.outputs[first + 1] = f32::from_bits((v >> 32) as u32);
+                }
+                x.access = self.new_access(true, false);
+                self.add_lines(x.access, addr, bytes);
+                self.count_store(ctx);
+            }
+            Op::VStore { vs, base, offset, count } => {
+                let count = tryf!(self.count(count));
+                let addr = tryf!(self.address(base, offset));
+                let bytes = 4 * u64::from(count);
+                let first = tryf!(self.check_store(addr, bytes, 4));
+                let src = vs as usize * self.lanes;
+                self.outputs[first..first + count as usize]
+                    .copy_from_slice(&self.vregs[src..src + count as usize]);
+                x.access = self.new_access(true, false);
+                self.add_lines(x.access, addr, bytes);
+                self.count_store(ctx);
+            }
+            Op::PopControl { rd } => {
+                let Some(queue) = self.ports.queue else {
+                    return Err(self.fail(FaultKind::NoQueue));
+                };
+                let Some(msg) = ctx.recv(queue) else {
+                    return Err(Step::Blocked(Block::Queue));
+                };
+                let Ok(entry) = <M as Carries<QueueEntry>>::unwrap_as(msg) else {
+                    return Err(self.fail(FaultKind::UnexpectedMessage("output queue")));
+                };
+                self.entry = Some(entry);
+                self.next_operand = 0;
+                self.rf.regs[rd as usize] = i64::from(entry.control);
+                self.count_pop(ctx);
+            }
+            Op::PopOperand { rd } => {
+                let Some(entry) = self.entry else {
+                    return Err(self.fail(FaultKind::NoEntry));
+                };
+                let index = self.next_operand;
+                let len = entry.len.min(MAX_OPERANDS as u8);
+                if index >= len {
+                    return Err(self.fail(FaultKind::OperandOutOfRange { index, len: entry.len }));
+                }
+                self.next_operand += 1;
+                self.rf.regs[rd as usize] = entry.operands[index as usize] as i64;
+                self.count_pop(ctx);
+            }
+            Op::GetVar { rd, var } => self.rf.regs[rd as usize] = self.rf.vars[var as usize],
+            Op::IncrementVar { var, imm } => {
+                let v = &mut self.rf.vars[var as usize];
+                *v = v.wrapping_add(imm);
+            }
+            Op::Halt => self.halted = true,
+        }
+        Ok(x)
     }
 }
 
@@ -1236,36 +2137,16 @@ where
 
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
         match why {
-            Wake::Start => {}
             Wake::Timer(_) => {
                 if ctx.now() >= self.timer_at {
                     self.timer_at = Tick::MAX;
                 }
             }
-            Wake::Arrival(link) if link == self.ports.mem_resp => {
-                // Responses are taken even after a halt or a fault, so the memory can finish.
-                self.receive_responses(ctx);
-                self.pump(ctx);
-                self.check_finish(ctx.now());
-                // Only a load's result or a freed slot can unblock issue.
-                if !matches!(self.block, Block::Operand { memory: true, .. } | Block::Slots | Block::None) {
-                    return;
-                }
-            }
-            Wake::Arrival(_) => {
-                // A queue entry: it only matters to a core waiting on the queue.
-                if !matches!(self.block, Block::Queue | Block::None) {
-                    return;
-                }
-            }
-            Wake::Space(_) => {
-                self.pump(ctx);
-                if !matches!(self.block, Block::Link | Block::None) {
-                    return;
-                }
-            }
+            // Responses are taken even after a halt or a fault, so the memory can finish.
+            Wake::Arrival(link) if link == self.ports.mem_resp => self.receive_responses(ctx),
+            Wake::Start | Wake::Arrival(_) | Wake::Space(_) => {}
         }
-        self.run_issue(ctx);
+        self.step(ctx);
     }
 
     fn busy(&self) -> bool {
@@ -1280,20 +2161,40 @@ where
             return format!("finished at tick {t}");
         }
         let in_flight = self.requests_in_flight();
+        let window = format!(
+            "{} in the ROB, {in_flight} requests in flight, {} waiting to be sent",
+            self.tail - self.head,
+            self.send_queue.len()
+        );
         if self.halted {
-            return format!(
-                "halted; {in_flight} requests in flight, {} waiting to be sent",
-                self.send_queue.len()
-            );
+            return format!("halted; {window}");
         }
         let at = format!("pc {} `{}`", self.pc, self.inst_text(self.pc));
+        let head = if self.head < self.tail {
+            let e = &self.rob[self.at(self.head)];
+            let what = if e.complete != UNKNOWN {
+                "done".to_string()
+            } else if e.mem == MemKind::Load {
+                "waits for memory".to_string()
+            } else {
+                "waits for a load's result".to_string()
+            };
+            format!(" (oldest: pc {} `{}` {what})", e.pc, self.inst_text(e.pc as usize))
+        } else {
+            String::new()
+        };
+        let send = match self.send_block {
+            SendBlock::Slots => "; loads wait for a free miss slot",
+            SendBlock::Link => "; requests wait for space on the memory request link",
+            SendBlock::None => "",
+        };
         match self.block {
-            Block::Operand { reg, memory: true, .. } => format!("{at} waits for {reg} (load in flight)"),
-            Block::Operand { reg, ready, .. } => format!("{at} waits for {reg} (ready at tick {ready})"),
-            Block::Slots => format!("{at} waits for a free miss slot ({in_flight} requests in flight)"),
-            Block::Link => format!("{at} waits for space on the memory request link"),
-            Block::Queue => format!("{at} waits on the output queue"),
-            Block::None => format!("{at} is next to issue; {in_flight} requests in flight"),
+            Block::Rob => format!("{at} waits: the ROB is full{head}{send}; {window}"),
+            Block::Lq => format!("{at} waits: the load queue is full{head}{send}; {window}"),
+            Block::Sq => format!("{at} waits: the store queue is full{head}{send}; {window}"),
+            Block::Queue => format!("{at} waits on the output queue; {window}"),
+            Block::Mispredict => format!("{at} waits for a mispredicted branch to resolve; {window}"),
+            Block::None => format!("{at} is next to dispatch{send}; {window}"),
         }
     }
 }

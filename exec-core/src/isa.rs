@@ -1,11 +1,27 @@
 //! The core ISA: registers, instructions, programs, and the structural check of a program.
 //!
 //! A small load/store ISA, just rich enough for the compute side of embedding operations:
-//! 64-bit integer scalars for indices, addresses and loop counters; f32 vectors of a
-//! configurable number of lanes for the rows; loads from memory (marked when they are embedding
-//! lookups), loads of rows the access unit marshaled into the output queue, stores into the
-//! core's output buffer, branches, and pops of the access unit's output queue. Control flow names
+//! 64-bit integer scalars for indices, addresses and loop counters; vectors of a configurable
+//! number of 32-bit lanes for the rows; loads from memory (scalar, vector, masked vector and
+//! gather, marked when they are embedding lookups), loads of rows the access unit marshaled into
+//! the output queue, scalar and vector stores into the core's output buffer, branches, pops of
+//! the access unit's output queue, and Ember's queue-alignment variables. Control flow names
 //! [`Label`]s, which index [`CoreProgram::labels`]; a label resolves to an instruction index.
+//!
+//! Values: a scalar register holds 64 bits, read as `i64` by integer ops; scalar float ops
+//! ([`FOp`], `fcvt`) read and write the low 32 bits as an f32 (the result is the f32's bits,
+//! zero-extended), so a weight popped from the queue or loaded with `ld.u32` is used as is. A
+//! vector lane holds 32 bits: f32 for `vadd`/`vmul`/`vmax`, a wrapping i32 for the
+//! [`VIntOp`]s and the lane indices of a gather (read as unsigned). Vector loads move bits, so
+//! one `vld` loads rows of f32 or vectors of u32 indices alike.
+//!
+//! Masks: the masked forms of `vld` and `vst` take their element count from a scalar register
+//! at run time (a prefix mask, the tail mask of a vectorized loop, which is the only mask shape
+//! Ember's vectorizer produces); lanes past the count are zero.
+//!
+//! Variables: [`NUM_VARS`] core-side counters (`get_var`, `increment_var`, Ember's
+//! queue-alignment variables), all zero at start. They replace induction values the access unit
+//! would otherwise marshal through the queue: the core counts the events itself.
 
 use crate::CoreError;
 use std::fmt;
@@ -16,6 +32,8 @@ pub const NUM_REGS: u8 = 32;
 pub const NUM_VREGS: u8 = 32;
 /// Largest vector length in f32 lanes (2048 bits).
 pub const MAX_LANES: u32 = 64;
+/// Queue-alignment variables per core (`v0` to `v15` in `get_var` and `increment_var`).
+pub const NUM_VARS: u8 = 16;
 
 /// A scalar register, `r0` to `r31`, holding an `i64` (there is no hardwired zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -24,6 +42,136 @@ pub struct Reg(pub u8);
 /// A vector register, `v0` to `v31`, holding [`CoreProgram::vector_lanes`] f32 values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct VReg(pub u8);
+
+/// A queue-alignment variable, `v0` to `v15`, holding an `i64` counter. It is written `vN`
+/// like a vector register but only appears in `get_var` and `increment_var`, whose mnemonic
+/// says which file it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Var(pub u8);
+
+impl fmt::Display for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+/// The width of a scalar memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Width {
+    /// 4 bytes, zero-extended on load, the low 32 bits on store (`.u32`).
+    W32,
+    /// 8 bytes (`.u64`), 8-byte aligned.
+    W64,
+}
+
+impl Width {
+    /// Bytes moved.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Width::W32 => 4,
+            Width::W64 => 8,
+        }
+    }
+
+    /// The mnemonic suffix (`u32`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Width::W32 => "u32",
+            Width::W64 => "u64",
+        }
+    }
+}
+
+/// A scalar f32 operation on the low 32 bits of two scalar registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `max(a, b)` (IEEE maxNum: a NaN operand gives the other).
+    Max,
+}
+
+impl FOp {
+    /// Every operation, in declaration order.
+    pub const ALL: [FOp; 4] = [FOp::Add, FOp::Sub, FOp::Mul, FOp::Max];
+
+    /// The mnemonic (`fadd`).
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            FOp::Add => "fadd",
+            FOp::Sub => "fsub",
+            FOp::Mul => "fmul",
+            FOp::Max => "fmax",
+        }
+    }
+
+    /// The operation whose mnemonic is `name`.
+    pub fn from_mnemonic(name: &str) -> Option<FOp> {
+        FOp::ALL.into_iter().find(|op| op.mnemonic() == name)
+    }
+
+    /// Applies the operation.
+    pub fn apply(self, a: f32, b: f32) -> f32 {
+        match self {
+            FOp::Add => a + b,
+            FOp::Sub => a - b,
+            FOp::Mul => a * b,
+            FOp::Max => a.max(b),
+        }
+    }
+}
+
+/// A lane-wise vector integer operation on wrapping 32-bit lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VIntOp {
+    /// `a + b`, wrapping.
+    Add,
+    /// `a - b`, wrapping.
+    Sub,
+    /// `a * b`, wrapping.
+    Mul,
+}
+
+impl VIntOp {
+    /// Every operation, in declaration order.
+    pub const ALL: [VIntOp; 3] = [VIntOp::Add, VIntOp::Sub, VIntOp::Mul];
+
+    /// The mnemonic (`vadd.i32`).
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            VIntOp::Add => "vadd.i32",
+            VIntOp::Sub => "vsub.i32",
+            VIntOp::Mul => "vmul.i32",
+        }
+    }
+
+    /// The operation whose mnemonic is `name`.
+    pub fn from_mnemonic(name: &str) -> Option<VIntOp> {
+        VIntOp::ALL.into_iter().find(|op| op.mnemonic() == name)
+    }
+
+    /// Applies the operation to one lane's bits.
+    pub fn apply(self, a: u32, b: u32) -> u32 {
+        match self {
+            VIntOp::Add => a.wrapping_add(b),
+            VIntOp::Sub => a.wrapping_sub(b),
+            VIntOp::Mul => a.wrapping_mul(b),
+        }
+    }
+}
+
+/// Where a gather's per-lane indices come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GatherIndex {
+    /// Lane `i` of a vector register, read as a `u32`.
+    Vector(VReg),
+    /// Scalar register `first + i`, read as an `i64` (the registers must exist for every lane).
+    Scalars(Reg),
+}
 
 /// A branch target: an index into [`CoreProgram::labels`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -320,12 +468,159 @@ pub enum Inst {
     },
     /// Stops the core once its memory requests complete.
     Halt,
+    /// `rd` = the 64-bit word at `base + offset` (8-byte aligned).
+    LoadU64 {
+        /// Destination.
+        rd: Reg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        lookup: bool,
+    },
+    /// Stores the low `width` bytes of `rs` at `base + offset`, inside the output buffer.
+    Store {
+        /// 4 or 8 bytes.
+        width: Width,
+        /// The stored register.
+        rs: Reg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+    },
+    /// Masked [`Inst::VLoad`]: loads as many elements as `count` holds at run time
+    /// (`0..=vector_lanes`, else a fault); the other lanes are zero.
+    VLoadN {
+        /// Destination.
+        vd: VReg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// The register holding the element count.
+        count: Reg,
+        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        lookup: bool,
+    },
+    /// Masked [`Inst::VStore`]: stores as many lanes as `count` holds at run time.
+    VStoreN {
+        /// The stored register.
+        vs: VReg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// The register holding the element count.
+        count: Reg,
+    },
+    /// Gather: lane `i < count` of `vd` = the 32-bit word at `base + offset + index_i * scale`;
+    /// the other lanes are zero. Each distinct line is one memory request.
+    VGather {
+        /// Destination.
+        vd: VReg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// Where the lane indices come from.
+        index: GatherIndex,
+        /// Bytes per index step.
+        scale: u32,
+        /// Lanes gathered, `1..=vector_lanes`.
+        count: u32,
+        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        lookup: bool,
+    },
+    /// `rd = ra op rb` on f32 values in the low 32 bits.
+    FBin {
+        /// The operation.
+        op: FOp,
+        /// Destination.
+        rd: Reg,
+        /// First source.
+        ra: Reg,
+        /// Second source.
+        rb: Reg,
+    },
+    /// `rd` = the bits of `ra` (an `i64`) converted to f32.
+    FCvt {
+        /// Destination.
+        rd: Reg,
+        /// Source.
+        ra: Reg,
+    },
+    /// `vd = va op vb` on wrapping 32-bit integer lanes.
+    VInt {
+        /// The operation.
+        op: VIntOp,
+        /// Destination.
+        vd: VReg,
+        /// First source.
+        va: VReg,
+        /// Second source.
+        vb: VReg,
+    },
+    /// Every lane of `vd` = the low 32 bits of `rs`.
+    VBcast {
+        /// Destination.
+        vd: VReg,
+        /// Source.
+        rs: Reg,
+    },
+    /// `rd` = lane `lane` of `vs`, zero-extended.
+    VExtract {
+        /// Destination.
+        rd: Reg,
+        /// Source.
+        vs: VReg,
+        /// The lane, `0..vector_lanes`.
+        lane: u32,
+    },
+    /// Lane `i` of `vd` = `i` as a u32 (lane indices, for tail masks and strided gathers).
+    VIota {
+        /// Destination.
+        vd: VReg,
+    },
+    /// `rd` = the value of queue-alignment variable `var`.
+    GetVar {
+        /// Destination.
+        rd: Reg,
+        /// The variable.
+        var: Var,
+    },
+    /// Adds `imm` to queue-alignment variable `var` (wrapping).
+    IncrementVar {
+        /// The variable.
+        var: Var,
+        /// The increment.
+        imm: i64,
+    },
 }
 
 impl Inst {
-    /// Every scalar and vector register the instruction names, for range checks.
+    /// Every scalar and vector register the instruction names, for range checks (a gather from
+    /// scalar registers names its first and last index register; variables are checked apart).
     fn registers(&self) -> (Vec<Reg>, Vec<VReg>) {
         match self {
+            Inst::LoadU64 { rd, base, .. } => (vec![*rd, *base], vec![]),
+            Inst::Store { rs, base, .. } => (vec![*rs, *base], vec![]),
+            Inst::VLoadN { vd, base, count, .. } => (vec![*base, *count], vec![*vd]),
+            Inst::VStoreN { vs, base, count, .. } => (vec![*base, *count], vec![*vs]),
+            Inst::VGather { vd, base, index: GatherIndex::Vector(vi), .. } => (vec![*base], vec![*vd, *vi]),
+            Inst::VGather { vd, base, index: GatherIndex::Scalars(first), count, .. } => {
+                let last = u32::from(first.0) + count.saturating_sub(1);
+                (vec![*base, *first, Reg(last.min(255) as u8)], vec![*vd])
+            }
+            Inst::FBin { rd, ra, rb, .. } => (vec![*rd, *ra, *rb], vec![]),
+            Inst::FCvt { rd, ra } => (vec![*rd, *ra], vec![]),
+            Inst::VInt { vd, va, vb, .. } => (vec![], vec![*vd, *va, *vb]),
+            Inst::VBcast { vd, rs } => (vec![*rs], vec![*vd]),
+            Inst::VExtract { rd, vs, .. } => (vec![*rd], vec![*vs]),
+            Inst::VIota { vd } => (vec![], vec![*vd]),
+            Inst::GetVar { rd, .. } => (vec![*rd], vec![]),
+            Inst::IncrementVar { .. } => (vec![], vec![]),
             Inst::Li { rd, .. } | Inst::PopControl { rd } | Inst::PopOperand { rd } => (vec![*rd], vec![]),
             Inst::Alu { rd, ra, rb, .. } => (vec![*rd, *ra, *rb], vec![]),
             Inst::AluI { rd, ra, .. } => (vec![*rd, *ra], vec![]),
@@ -354,9 +649,10 @@ impl Inst {
     /// The element count of a vector memory instruction.
     pub fn count(&self) -> Option<u32> {
         match *self {
-            Inst::VLoad { count, .. } | Inst::VLoadQueue { count, .. } | Inst::VStore { count, .. } => {
-                Some(count)
-            }
+            Inst::VLoad { count, .. }
+            | Inst::VLoadQueue { count, .. }
+            | Inst::VStore { count, .. }
+            | Inst::VGather { count, .. } => Some(count),
             _ => None,
         }
     }
@@ -419,7 +715,8 @@ pub fn valid_label_name(name: &str) -> bool {
 
 /// Checks a program's structure: a non-empty program, lanes in `1..=64`, well-formed unique
 /// label names marking instructions of the program (or its end), every label reference in
-/// range, every register in range, and every element count in `1..=vector_lanes`.
+/// range, every register and variable in range (all the index registers of a gather from
+/// scalars), every element count in `1..=vector_lanes` and every extracted lane below it.
 pub fn verify(program: &CoreProgram) -> Result<(), CoreError> {
     if program.insts.is_empty() {
         return Err(CoreError::EmptyProgram);
@@ -463,6 +760,15 @@ pub fn verify(program: &CoreProgram) -> Result<(), CoreError> {
             && !(1..=program.vector_lanes).contains(&count)
         {
             return Err(CoreError::Count { index, inst: text(index), count, lanes: program.vector_lanes });
+        }
+        match *inst {
+            Inst::GetVar { var, .. } | Inst::IncrementVar { var, .. } if var.0 >= NUM_VARS => {
+                return Err(CoreError::Register { index, inst: text(index), reg: format!("variable {var}") });
+            }
+            Inst::VExtract { lane, .. } if lane >= program.vector_lanes => {
+                return Err(CoreError::Lane { index, inst: text(index), lane, lanes: program.vector_lanes });
+            }
+            _ => {}
         }
     }
     Ok(())

@@ -2,26 +2,36 @@
 //!
 //! The core is execution-driven: every instruction really executes, on real register values
 //! and on the values of the shared [`mem_model::MemoryImage`], so the indices it loads decide
-//! the addresses it requests and the sums it stores are checked against reference results. The
-//! timing model is, for now, the foundation one: an **in-order-issue core with non-blocking
-//! loads and a register scoreboard**. Up to `issue_width` instructions issue per cycle, in
-//! program order, each once its source registers are ready; results become ready a fixed number
-//! of cycles after issue (ALU, multiply, divide, vector, queue pop and queue load latencies);
-//! loads and stores are split into cache-line requests that each hold one of `max_outstanding`
-//! miss slots (the L1D MSHRs) until answered, and a load's destination is ready when its last
-//! line arrives. Branches are predicted perfectly and cost nothing. Memory-level parallelism is
-//! therefore bounded by the MSHRs and by the first instruction that needs a loaded value, not by
-//! a reorder buffer: the out-of-order model of DESIGN.md section 5 (ROB, load and store queues,
-//! functional-unit counts, in-order retirement, misprediction penalty) replaces this one later
-//! without changing the ISA, the ports or the statistics.
+//! the addresses it requests and the sums it stores are checked against reference results.
+//!
+//! The timing model is an **out-of-order core** (DESIGN.md section 5). Instructions execute
+//! functionally when they dispatch, in program order; timing decides when. Up to `issue_width`
+//! instructions a cycle dispatch into a reorder buffer of `rob_entries`; loads (memory loads,
+//! gathers, queue pops, `vldq`) also take a load-queue entry and stores a store-queue entry,
+//! and a full ROB, load or store queue, or an empty output queue at `pop_control`, stops
+//! dispatch. An instruction issues once its sources are ready and a functional unit of its class
+//! (ALU, multiply/divide, vector/FP, load port, store port; pipelined, `fu` counts each) has a
+//! slot, oldest first; its result is ready after the class latency. Loads split into line
+//! requests that each hold one of `max_outstanding` L1D MSHRs until answered, and a read of a
+//! line already in flight merges into it, so memory-level parallelism is bounded by
+//! min(MSHRs, load queue, what fits in the ROB). Retirement is in order, `retire_width` a cycle.
+//! Conditional branches are predicted by 2-bit counters per branch, `switch` by its last
+//! target; a misprediction stops dispatch until the branch resolves plus `mispredict_penalty`
+//! cycles (nothing is ever executed speculatively, the predictor only decides time). The
+//! component sleeps unless it can dispatch, issue a memory instruction or retire something it
+//! waits for: result times are computed when an instruction's sources are known, not by
+//! ticking.
 //!
 //! Where the numbers come from: [`CoreConfig::neoverse_v2_like`] gives defaults for the
-//! Neoverse-V2-class core that REFERENCE.md section 5 assumes (about 3 GHz, 16 L1D MSHRs,
-//! 64-byte lines, 512-bit vectors): 1-cycle integer ALU, 2-cycle multiply and 12-cycle divide
-//! as in Arm's Neoverse V2 software optimization guide, 3-cycle vector FP ops, a 4-cycle queue
-//! pop (an L1D hit on the queue chunk being consumed) and a 12-cycle load of a marshaled row
-//! (the output queue lives in the core's private L2, about 12 cycles). They are assumptions,
-//! like every default the paper does not publish, and every one is a preset value.
+//! Neoverse-V2-class core that REFERENCE.md section 5 assumes: about 3 GHz, ROB 320, load and
+//! store queues 128 and 72, 16 L1D MSHRs, 64-byte lines, 512-bit vectors. Dispatch is 6 wide;
+//! the functional units (6 ALU, 2 multiply/divide, 4 vector/FP, 3 load and 2 store pipes) and
+//! the latencies (1-cycle integer ALU, 2-cycle multiply, 12-cycle divide, 3-cycle vector FP)
+//! follow Arm's Neoverse V2 software optimization guide; a 4-cycle queue pop (an L1D hit on the
+//! queue chunk being consumed) and a 12-cycle load of a marshaled row (the output queue lives
+//! in the core's private L2, about 12 cycles) follow REFERENCE.md section 5. Retiring 8 a cycle
+//! and a 10-cycle misprediction penalty are our assumptions (Arm publishes neither). Every one
+//! is a preset value.
 //!
 //! Modules: [`isa`] (instructions and programs), [`text`] (their text form), [`queue`] (the
 //! access unit's output-queue entries) and [`core`] (the timing component).
@@ -32,9 +42,11 @@ pub mod queue;
 pub mod text;
 
 pub use crate::core::{
-    Core, CoreConfig, CoreCounters, CoreFault, CorePorts, FaultKind, Latencies, OutputBuffer,
+    Core, CoreConfig, CoreCounters, CoreFault, CorePorts, FaultKind, FuCounts, Latencies, OutputBuffer,
 };
-pub use crate::isa::{AluOp, Cond, CoreProgram, Inst, Label, Reg, VReg, verify};
+pub use crate::isa::{
+    AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, Label, Reg, VIntOp, VReg, Var, Width, verify,
+};
 pub use crate::queue::QueueEntry;
 pub use crate::text::{ParseError, ParseErrorKind, format_inst, parse, print};
 
@@ -99,6 +111,18 @@ pub enum CoreError {
         inst: String,
         /// The count.
         count: u32,
+        /// The program's lanes.
+        lanes: u32,
+    },
+    /// `vext` names a lane past the vector length.
+    #[error("instruction {index} `{inst}`: lane {lane} is outside 0..{lanes} (the vector lanes)")]
+    Lane {
+        /// Instruction index.
+        index: usize,
+        /// The instruction's text.
+        inst: String,
+        /// The lane.
+        lane: u32,
         /// The program's lanes.
         lanes: u32,
     },

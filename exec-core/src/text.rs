@@ -6,6 +6,15 @@
 //!     pop_control r1            # comments run from '#' to the end of the line
 //!     ld.u32 r2, [r3 + 16] !lookup
 //!     vld v1, [r2 - 64], 16 !lookup
+//!     vld v2, [r2 + 0], r5          # masked: the count is r5's value at run time
+//!     vgather v3, [r6 + 0], v4 * 96, 16 !lookup   # lane i: [r6 + v4[i] * 96]
+//!     vgather v5, [r6 + 8], r8 * 4, 4             # lane i: [r6 + 8 + r(8+i) * 4]
+//!     ld.u64 r7, [r3 + 8]
+//!     st.u32 r7, [r9 + 0]
+//!     fadd r7, r7, r8               # f32 in the low 32 bits
+//!     vadd.i32 v6, v6, v7           # 32-bit integer lanes
+//!     get_var r10, v0               # queue-alignment variable 0 (not a vector register)
+//!     increment_var v0, 1
 //!     switch r1, [loop, done]
 //! done:
 //!     halt
@@ -19,7 +28,10 @@
 //! [`CoreProgram::canonicalize`]), `parse(print(p)) == p`, and `print(parse(t))` is a fixed
 //! point of printing. Errors name the line and the offending text; the parser never panics.
 
-use crate::isa::{AluOp, Cond, CoreProgram, Inst, Label, MAX_LANES, NUM_REGS, NUM_VREGS, Reg, VReg};
+use crate::isa::{
+    AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, Label, MAX_LANES, NUM_REGS, NUM_VARS, NUM_VREGS, Reg,
+    VIntOp, VReg, Var, Width,
+};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
@@ -65,6 +77,14 @@ pub enum ParseErrorKind {
     Count {
         /// The count written.
         count: u64,
+        /// The program's lanes.
+        lanes: u32,
+    },
+    /// A `vext` lane outside `0..lanes`.
+    #[error("lane {lane} is outside 0..{lanes} (the vector lanes)")]
+    Lane {
+        /// The lane written.
+        lane: u32,
         /// The program's lanes.
         lanes: u32,
     },
@@ -159,6 +179,31 @@ pub fn format_inst(program: &CoreProgram, inst: &Inst) -> String {
         Inst::PopControl { rd } => format!("pop_control {rd}"),
         Inst::PopOperand { rd } => format!("pop_operand {rd}"),
         Inst::Halt => "halt".to_string(),
+        Inst::LoadU64 { rd, base, offset, lookup: l } => {
+            format!("ld.u64 {rd}, {}{}", mem(base, *offset), lookup(*l))
+        }
+        Inst::Store { width, rs, base, offset } => {
+            format!("st.{} {rs}, {}", width.suffix(), mem(base, *offset))
+        }
+        Inst::VLoadN { vd, base, offset, count, lookup: l } => {
+            format!("vld {vd}, {}, {count}{}", mem(base, *offset), lookup(*l))
+        }
+        Inst::VStoreN { vs, base, offset, count } => format!("vst {vs}, {}, {count}", mem(base, *offset)),
+        Inst::VGather { vd, base, offset, index, scale, count, lookup: l } => {
+            let index = match index {
+                GatherIndex::Vector(v) => v.to_string(),
+                GatherIndex::Scalars(r) => r.to_string(),
+            };
+            format!("vgather {vd}, {}, {index} * {scale}, {count}{}", mem(base, *offset), lookup(*l))
+        }
+        Inst::FBin { op, rd, ra, rb } => format!("{} {rd}, {ra}, {rb}", op.mnemonic()),
+        Inst::FCvt { rd, ra } => format!("fcvt {rd}, {ra}"),
+        Inst::VInt { op, vd, va, vb } => format!("{} {vd}, {va}, {vb}", op.mnemonic()),
+        Inst::VBcast { vd, rs } => format!("vbcast {vd}, {rs}"),
+        Inst::VExtract { rd, vs, lane } => format!("vext {rd}, {vs}, {lane}"),
+        Inst::VIota { vd } => format!("viota {vd}"),
+        Inst::GetVar { rd, var } => format!("get_var {rd}, {var}"),
+        Inst::IncrementVar { var, imm } => format!("increment_var {var}, {imm}"),
     }
 }
 
@@ -314,6 +359,23 @@ impl<'a> Cursor<'a> {
         self.register('v', NUM_VREGS, "a vector register").map(VReg)
     }
 
+    fn var(&mut self) -> Result<Var, ParseErrorKind> {
+        self.register('v', NUM_VARS, "a variable").map(Var)
+    }
+
+    /// Whether the next token is a scalar register name (`r` and a digit).
+    fn at_reg(&mut self) -> bool {
+        let t = self.peek_token();
+        t.len() > 1 && t.starts_with('r') && t.as_bytes()[1].is_ascii_digit()
+    }
+
+    /// An unsigned number that fits a `u32`.
+    fn u32(&mut self) -> Result<u32, ParseErrorKind> {
+        let t = self.peek_token();
+        let v = self.magnitude(false)?;
+        u32::try_from(v).map_err(|_| ParseErrorKind::BadNumber(t.to_string()))
+    }
+
     /// A signed immediate: optional sign, then decimal or `0x` hexadecimal.
     fn imm(&mut self) -> Result<i64, ParseErrorKind> {
         let negative = if self.eat('-') {
@@ -428,6 +490,28 @@ fn parse_inst(body: &str, lanes: u32, labels: &HashMap<&str, u32>) -> Result<Ins
             let (base, offset) = c.mem()?;
             Inst::LoadU32 { rd, base, offset, lookup: c.lookup_flag() }
         }
+        "vld" | "vst"
+            if {
+                // The masked forms: `vld v1, [r2 + 0], r3`.
+                let mut ahead = Cursor { s: c.s };
+                ahead.vreg().is_ok()
+                    && ahead.comma().is_ok()
+                    && ahead.mem().is_ok()
+                    && ahead.comma().is_ok()
+                    && ahead.at_reg()
+            } =>
+        {
+            let v = c.vreg()?;
+            c.comma()?;
+            let (base, offset) = c.mem()?;
+            c.comma()?;
+            let count = c.reg()?;
+            if mnemonic == "vld" {
+                Inst::VLoadN { vd: v, base, offset, count, lookup: c.lookup_flag() }
+            } else {
+                Inst::VStoreN { vs: v, base, offset, count }
+            }
+        }
         "vld" | "vldq" | "vst" => {
             let v = c.vreg()?;
             c.comma()?;
@@ -439,6 +523,64 @@ fn parse_inst(body: &str, lanes: u32, labels: &HashMap<&str, u32>) -> Result<Ins
                 "vldq" => Inst::VLoadQueue { vd: v, base, offset, count },
                 _ => Inst::VStore { vs: v, base, offset, count },
             }
+        }
+        "ld.u64" => {
+            let rd = c.reg()?;
+            c.comma()?;
+            let (base, offset) = c.mem()?;
+            Inst::LoadU64 { rd, base, offset, lookup: c.lookup_flag() }
+        }
+        "st.u32" | "st.u64" => {
+            let rs = c.reg()?;
+            c.comma()?;
+            let (base, offset) = c.mem()?;
+            let width = if mnemonic == "st.u32" { Width::W32 } else { Width::W64 };
+            Inst::Store { width, rs, base, offset }
+        }
+        "vgather" => {
+            let vd = c.vreg()?;
+            c.comma()?;
+            let (base, offset) = c.mem()?;
+            c.comma()?;
+            let index =
+                if c.at_reg() { GatherIndex::Scalars(c.reg()?) } else { GatherIndex::Vector(c.vreg()?) };
+            c.expect('*', "\"*\"")?;
+            let scale = c.u32()?;
+            c.comma()?;
+            let count = c.count(lanes)?;
+            Inst::VGather { vd, base, offset, index, scale, count, lookup: c.lookup_flag() }
+        }
+        "fcvt" => {
+            let rd = c.reg()?;
+            c.comma()?;
+            Inst::FCvt { rd, ra: c.reg()? }
+        }
+        "vbcast" => {
+            let vd = c.vreg()?;
+            c.comma()?;
+            Inst::VBcast { vd, rs: c.reg()? }
+        }
+        "vext" => {
+            let rd = c.reg()?;
+            c.comma()?;
+            let vs = c.vreg()?;
+            c.comma()?;
+            let lane = c.u32()?;
+            if lane >= lanes {
+                return Err(ParseErrorKind::Lane { lane, lanes });
+            }
+            Inst::VExtract { rd, vs, lane }
+        }
+        "viota" => Inst::VIota { vd: c.vreg()? },
+        "get_var" => {
+            let rd = c.reg()?;
+            c.comma()?;
+            Inst::GetVar { rd, var: c.var()? }
+        }
+        "increment_var" => {
+            let var = c.var()?;
+            c.comma()?;
+            Inst::IncrementVar { var, imm: c.imm()? }
         }
         "vzero" => Inst::VZero { vd: c.vreg()? },
         "vadd" => {
@@ -457,7 +599,16 @@ fn parse_inst(body: &str, lanes: u32, labels: &HashMap<&str, u32>) -> Result<Ins
         "pop_operand" => Inst::PopOperand { rd: c.reg()? },
         "halt" => Inst::Halt,
         m => {
-            if let Some(cond) = Cond::from_mnemonic(m) {
+            if let Some(op) = FOp::from_mnemonic(m) {
+                let rd = c.reg()?;
+                c.comma()?;
+                let ra = c.reg()?;
+                c.comma()?;
+                Inst::FBin { op, rd, ra, rb: c.reg()? }
+            } else if let Some(op) = VIntOp::from_mnemonic(m) {
+                let (vd, va, vb) = vbin(c)?;
+                Inst::VInt { op, vd, va, vb }
+            } else if let Some(cond) = Cond::from_mnemonic(m) {
                 let ra = c.reg()?;
                 c.comma()?;
                 let rb = c.reg()?;

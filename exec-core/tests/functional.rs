@@ -149,12 +149,19 @@ fn run_bag(link_capacity: u32, max_outstanding: u32, issue_width: u32) -> System
 fn embedding_bag_matches_reference() {
     let sys = run_bag(64, 16, 1);
     let c = sys.core().counters();
-    // Rows of 96 B at 96-B strides straddle a line boundary half the time: row loads make more
-    // requests than row loads count.
-    assert!(c.mem_requests > c.loads + c.stores, "{c:?}");
+    // Rows of 96 B at 96-B strides straddle a line boundary half the time: row loads need more
+    // lines than row loads count (some of them merged into a request already in flight).
+    assert!(c.mem_requests + c.merged_requests > c.loads + c.stores, "{c:?}");
     let lookup = sys.engine.stats().lookup_histogram("core.lookup_latency").unwrap();
-    // 100 ns memory + 2 link hops of 1 ns: no lookup can be faster.
-    assert!(lookup.min() >= 102_000, "min lookup latency {}", lookup.min());
+    // 100 ns memory + 2 link hops of 1 ns: no request is faster. A lookup that merges into a
+    // line already in flight waits only for the rest of that trip, so the bound holds for most
+    // lookups rather than all.
+    assert!(
+        lookup.value_at_quantile(0.5) >= 102_000,
+        "median lookup latency {}",
+        lookup.value_at_quantile(0.5)
+    );
+    assert!(c.merged_requests > 0 || lookup.min() >= 102_000, "min lookup latency {}", lookup.min());
 }
 
 #[test]
@@ -285,4 +292,123 @@ fn bad_configurations_are_errors() {
         ".core lanes=4\n    pop_control r1\n    halt\n",
     );
     assert!(no_queue.err().unwrap().to_string().contains("no queue link"));
+}
+
+/// Words 0..64 at 0x100 (word i holds i * 10) and f32 1.5, 2.5 at 0x400.
+fn small_image() -> MemoryImage {
+    let mut m = MemoryImage::new();
+    let words: Vec<u32> = (0..64).map(|i| i * 10).collect();
+    m.add(Region { name: "w".into(), base: 0x100, size: 256, backing: Backing::Words(words) }).unwrap();
+    m.add(Region {
+        name: "f".into(),
+        base: 0x400,
+        size: 8,
+        backing: Backing::Words(vec![1.5f32.to_bits(), 2.5f32.to_bits()]),
+    })
+    .unwrap();
+    m
+}
+
+#[test]
+fn new_instructions_execute() {
+    let text = "\
+.core lanes=4
+    li r1, 0x100
+    li r2, 0x1000              # output buffer
+    ld.u64 r3, [r1 + 8]        # words 2 and 3: 20 | 30 << 32
+    st.u64 r3, [r2 + 0]        # out[0..2] = bits 20, 30
+    st.u32 r3, [r2 + 8]        # out[2] = bits 20
+    viota v1                   # [0, 1, 2, 3]
+    vbcast v2, r9              # r9 = 0: [0; 4]
+    li r9, 3
+    vbcast v2, r9              # [3, 3, 3, 3]
+    vmul.i32 v3, v1, v2        # [0, 3, 6, 9]
+    vadd.i32 v3, v3, v2        # [3, 6, 9, 12]
+    vsub.i32 v4, v3, v1        # [3, 5, 7, 9]
+    vgather v5, [r1 + 0], v4 * 4, 4 !lookup   # words 3, 5, 7, 9
+    li r10, 7
+    li r11, 1
+    li r12, 60
+    vgather v6, [r1 + 4], r10 * 4, 3          # words 8, 2, 61
+    vext r13, v5, 3            # 90
+    vext r14, v6, 2            # 610
+    li r15, 2
+    vld v7, [r1 + 0], r15      # [0, 10, 0, 0]
+    vst v7, [r2 + 12], r15     # out[3..5] = bits 0, 10
+    li r16, 0x400
+    ld.u32 r17, [r16 + 0]      # 1.5
+    ld.u32 r18, [r16 + 4]      # 2.5
+    fadd r19, r17, r18         # 4.0
+    fmul r20, r17, r18         # 3.75
+    fsub r21, r17, r18         # -1.0
+    fmax r22, r17, r18         # 2.5
+    li r23, -3
+    fcvt r24, r23              # -3.0
+    increment_var v0, 5
+    increment_var v0, -2
+    increment_var v3, 1
+    get_var r25, v0            # 3
+    get_var r26, v3            # 1
+    get_var r27, v15           # 0
+    halt
+";
+    let mut setup = Setup::new(small_image(), OutputBuffer { base: 0x1000, elems: 8 });
+    setup.cfg.issue_width = 4;
+    let mut sys = System::build(setup, text).unwrap();
+    sys.run().unwrap();
+    let core = sys.core();
+    assert_eq!(core.fault(), None);
+    assert!(core.finish_tick().is_some());
+    let r = |n: u8| core.reg(exec_core::Reg(n)).unwrap();
+    let f = |n: u8| f32::from_bits(r(n) as u32);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(r(3), 20 | (30 << 32));
+    assert_eq!(bits(core.vreg(exec_core::VReg(4)).unwrap()), vec![3, 5, 7, 9]);
+    assert_eq!(bits(core.vreg(exec_core::VReg(5)).unwrap()), vec![30, 50, 70, 90]);
+    assert_eq!(bits(core.vreg(exec_core::VReg(6)).unwrap()), vec![80, 20, 610, 0]);
+    assert_eq!((r(13), r(14)), (90, 610));
+    assert_eq!(bits(core.vreg(exec_core::VReg(7)).unwrap()), vec![0, 10, 0, 0]);
+    assert_eq!((f(19), f(20), f(21), f(22), f(24)), (4.0, 3.75, -1.0, 2.5, -3.0));
+    assert!(r(19) >= 0, "float results are zero-extended bits");
+    assert_eq!((r(25), r(26), r(27)), (3, 1, 0));
+    assert_eq!(core.var(exec_core::Var(0)), Some(3));
+    assert_eq!(bits(core.outputs()), vec![20, 30, 20, 0, 10, 0, 0, 0]);
+    let c = core.counters();
+    // ld.u64, 2 gathers, masked vld, 2 ld.u32; 2 scalar stores and a masked vector store.
+    assert_eq!((c.loads, c.lookups, c.stores), (6, 1, 3));
+    // Lines per access: ld.u64 1, st.u64 1, st.u32 1, the vector-index gather 1 (its four
+    // words lie in 0x100..0x124), the scalar-index gather 2 (0x100 and 0x1c0), the masked vld
+    // 1, the masked vst 1, the two ld.u32 1 each; reads of a line in flight merge.
+    assert_eq!(c.mem_requests + c.merged_requests, 10);
+    assert!(c.merged_requests > 0);
+}
+
+#[test]
+fn new_instruction_faults() {
+    let fault = |text: &str| fault_of(text, small_image());
+    let f = fault(".core lanes=4\n    li r1, 5\n    vld v0, [r2 + 0x100], r1\n    halt\n");
+    assert_eq!(f.kind, FaultKind::CountOutOfRange { value: 5, lanes: 4 });
+    let f = fault(".core lanes=4\n    li r1, -1\n    vst v0, [r2 + 0x1000], r1\n    halt\n");
+    assert_eq!(f.kind, FaultKind::CountOutOfRange { value: -1, lanes: 4 });
+    let f = fault(".core lanes=4\n    li r1, -100\n    vgather v0, [r2 + 0], r1 * 4, 1\n    halt\n");
+    assert_eq!(f.kind, FaultKind::BadAddress { base: 0, offset: -400 });
+    let f = fault(".core lanes=4\n    li r1, 0x104\n    ld.u64 r2, [r1 + 0]\n    halt\n");
+    assert!(matches!(f.kind, FaultKind::Memory(mem_model::MemError::Misaligned { align: 8, .. })), "{f}");
+    let f = fault(".core lanes=4\n    li r1, 0x1004\n    st.u64 r2, [r1 + 0]\n    halt\n");
+    assert!(matches!(f.kind, FaultKind::StoreOutsideOutput { .. }), "{f}");
+    let f = fault(".core lanes=4\n    li r1, 0x100c\n    st.u32 r2, [r1 + 4]\n    halt\n");
+    assert!(matches!(f.kind, FaultKind::StoreOutsideOutput { addr: 0x1010, .. }), "{f}");
+}
+
+#[test]
+fn zero_count_masked_accesses_touch_no_line() {
+    let text =
+        ".core lanes=4\n    li r1, 0x100\n    vld v0, [r1 + 0], r9\n    vst v0, [r1 + 0xf00], r9\n    halt\n";
+    let mut sys =
+        System::build(Setup::new(small_image(), OutputBuffer { base: 0x1000, elems: 4 }), text).unwrap();
+    sys.run().unwrap();
+    let core = sys.core();
+    assert_eq!(core.fault(), None);
+    assert!(core.finish_tick().is_some());
+    assert_eq!(core.counters().mem_requests, 0);
 }

@@ -1,6 +1,9 @@
 //! The text form: round trips and parse errors.
 
-use exec_core::{AluOp, Cond, CoreProgram, Inst, Label, Reg, VReg, parse, print, verify};
+use exec_core::{
+    AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, Label, Reg, VIntOp, VReg, Var, Width, parse, print,
+    verify,
+};
 use proptest::prelude::*;
 
 /// A program with every instruction kind (and every ALU op and condition).
@@ -52,6 +55,28 @@ loop:
     vst v0, [r4 + 0], 16
     pop_control r1
     pop_operand r2
+    ld.u64 r1, [r2 + 8]
+    ld.u64 r1, [r2 - 8] !lookup
+    st.u32 r3, [r4 + 4]
+    st.u64 r3, [r4 + 8]
+    vld v1, [r2 + 0], r5
+    vld v1, [r2 + 64], r5 !lookup
+    vst v1, [r4 + 0], r6
+    vgather v1, [r2 + 0], v3 * 96, 16 !lookup
+    vgather v2, [r2 - 4], r8 * 4, 4
+    fadd r1, r2, r3
+    fsub r1, r2, r3
+    fmul r1, r2, r3
+    fmax r1, r2, r3
+    fcvt r1, r2
+    vadd.i32 v1, v2, v3
+    vsub.i32 v1, v2, v3
+    vmul.i32 v1, v2, v3
+    vbcast v1, r2
+    vext r1, v2, 15
+    viota v4
+    get_var r1, v15
+    increment_var v0, -1
 done:
     halt
 end:
@@ -71,9 +96,60 @@ fn every_instruction_kind_round_trips() {
     assert_eq!(p.insts[29], Inst::Switch { ra: Reg(1), targets: vec![Label(0), Label(1), Label(2)] });
     assert_eq!(p.insts[32], Inst::LoadU32 { rd: Reg(1), base: Reg(2), offset: -8, lookup: false });
     assert_eq!(p.insts[35], Inst::VLoad { vd: VReg(31), base: Reg(2), offset: 64, count: 3, lookup: true });
-    assert_eq!(p.labels.iter().map(|l| l.1).collect::<Vec<_>>(), vec![0, 24, 44, 45]);
+    assert_eq!(p.labels.iter().map(|l| l.1).collect::<Vec<_>>(), vec![0, 24, 66, 67]);
+    assert_eq!(p.insts[45], Inst::LoadU64 { rd: Reg(1), base: Reg(2), offset: -8, lookup: true });
+    assert_eq!(p.insts[47], Inst::Store { width: Width::W64, rs: Reg(3), base: Reg(4), offset: 8 });
+    assert_eq!(
+        p.insts[49],
+        Inst::VLoadN { vd: VReg(1), base: Reg(2), offset: 64, count: Reg(5), lookup: true }
+    );
+    assert_eq!(p.insts[50], Inst::VStoreN { vs: VReg(1), base: Reg(4), offset: 0, count: Reg(6) });
+    assert_eq!(
+        p.insts[51],
+        Inst::VGather {
+            vd: VReg(1),
+            base: Reg(2),
+            offset: 0,
+            index: GatherIndex::Vector(VReg(3)),
+            scale: 96,
+            count: 16,
+            lookup: true
+        }
+    );
+    assert_eq!(
+        p.insts[52],
+        Inst::VGather {
+            vd: VReg(2),
+            base: Reg(2),
+            offset: -4,
+            index: GatherIndex::Scalars(Reg(8)),
+            scale: 4,
+            count: 4,
+            lookup: false
+        }
+    );
+    assert_eq!(p.insts[55], Inst::FBin { op: FOp::Mul, rd: Reg(1), ra: Reg(2), rb: Reg(3) });
+    assert_eq!(p.insts[59], Inst::VInt { op: VIntOp::Sub, vd: VReg(1), va: VReg(2), vb: VReg(3) });
+    assert_eq!(p.insts[62], Inst::VExtract { rd: Reg(1), vs: VReg(2), lane: 15 });
+    assert_eq!(p.insts[64], Inst::GetVar { rd: Reg(1), var: Var(15) });
+    assert_eq!(p.insts[65], Inst::IncrementVar { var: Var(0), imm: -1 });
     let kinds: std::collections::HashSet<_> = p.insts.iter().map(std::mem::discriminant).collect();
-    assert_eq!(kinds.len(), 17, "every Inst variant appears");
+    assert_eq!(kinds.len(), 30, "every Inst variant appears");
+}
+
+#[test]
+fn new_instruction_errors() {
+    let err = |body: &str| parse(&format!(".core lanes=4\n    {body}\n")).unwrap_err().to_string();
+    assert_eq!(err("get_var r1, v16"), "line 2: register v16 out of range");
+    assert_eq!(err("increment_var r1, 1"), "line 2: expected a variable, found \"r1\"");
+    assert_eq!(err("vext r1, v2, 4"), "line 2: lane 4 is outside 0..4 (the vector lanes)");
+    assert_eq!(err("vgather v1, [r2 + 0], v3, 4"), "line 2: expected \"*\", found \",\"");
+    assert_eq!(err("vgather v1, [r2 + 0], v3 * 4, 5"), "line 2: count 5 is outside 1..=4 (the vector lanes)");
+    assert_eq!(err("vgather v1, [r2 + 0], v3 * 4294967296, 4"), "line 2: invalid number \"4294967296\"");
+    assert_eq!(err("st.u16 r1, [r2 + 0]"), "line 2: unknown instruction \"st.u16\"");
+    // A gather from scalars must name existing registers for every lane (checked by verify).
+    let p = parse(".core lanes=4\n    vgather v1, [r2 + 0], r30 * 4, 4\n").unwrap();
+    assert!(matches!(verify(&p), Err(exec_core::CoreError::Register { reg, .. }) if reg == "r33"));
 }
 
 #[test]
@@ -136,7 +212,7 @@ fn inst(lanes: u32, labels: u32) -> impl Strategy<Value = Inst> {
     let count = 1..=lanes;
     let alu = prop::sample::select(AluOp::ALL.to_vec());
     let cond = prop::sample::select(Cond::ALL.to_vec());
-    let any =
+    let old_kinds =
         prop_oneof![
             (reg(), any::<i64>()).prop_map(|(rd, imm)| Inst::Li { rd, imm }),
             (alu.clone(), reg(), reg(), reg()).prop_map(|(op, rd, ra, rb)| Inst::Alu { op, rd, ra, rb }),
@@ -162,6 +238,64 @@ fn inst(lanes: u32, labels: u32) -> impl Strategy<Value = Inst> {
             reg().prop_map(|rd| Inst::PopOperand { rd }),
             Just(Inst::Halt),
         ];
+    let count2 = 1..=lanes;
+    let new_kinds =
+        prop_oneof![
+            (reg(), reg(), any::<i64>(), any::<bool>())
+                .prop_map(|(rd, base, offset, lookup)| Inst::LoadU64 { rd, base, offset, lookup }),
+            (any::<bool>(), reg(), reg(), any::<i64>()).prop_map(|(w, rs, base, offset)| Inst::Store {
+                width: if w { Width::W64 } else { Width::W32 },
+                rs,
+                base,
+                offset
+            }),
+            (vreg(), reg(), any::<i64>(), reg(), any::<bool>()).prop_map(
+                |(vd, base, offset, count, lookup)| Inst::VLoadN { vd, base, offset, count, lookup }
+            ),
+            (vreg(), reg(), any::<i64>(), reg()).prop_map(|(vs, base, offset, count)| Inst::VStoreN {
+                vs,
+                base,
+                offset,
+                count
+            }),
+            (vreg(), reg(), any::<i64>(), vreg(), any::<u32>(), count2.clone(), any::<bool>()).prop_map(
+                |(vd, base, offset, vi, scale, count, lookup)| Inst::VGather {
+                    vd,
+                    base,
+                    offset,
+                    index: GatherIndex::Vector(vi),
+                    scale,
+                    count,
+                    lookup
+                }
+            ),
+            (vreg(), reg(), any::<i64>(), any::<u32>(), 1..=lanes.min(32), any::<bool>()).prop_flat_map(
+                |(vd, base, offset, scale, count, lookup)| (0u8..=(32 - count.min(32)) as u8).prop_map(
+                    move |first| {
+                        Inst::VGather {
+                            vd,
+                            base,
+                            offset,
+                            index: GatherIndex::Scalars(Reg(first)),
+                            scale,
+                            count,
+                            lookup,
+                        }
+                    }
+                )
+            ),
+            (prop::sample::select(FOp::ALL.to_vec()), reg(), reg(), reg())
+                .prop_map(|(op, rd, ra, rb)| Inst::FBin { op, rd, ra, rb }),
+            (reg(), reg()).prop_map(|(rd, ra)| Inst::FCvt { rd, ra }),
+            (prop::sample::select(VIntOp::ALL.to_vec()), vreg(), vreg(), vreg())
+                .prop_map(|(op, vd, va, vb)| Inst::VInt { op, vd, va, vb }),
+            (vreg(), reg()).prop_map(|(vd, rs)| Inst::VBcast { vd, rs }),
+            (reg(), vreg(), 0..lanes).prop_map(|(rd, vs, lane)| Inst::VExtract { rd, vs, lane }),
+            vreg().prop_map(|vd| Inst::VIota { vd }),
+            (reg(), 0u8..16).prop_map(|(rd, v)| Inst::GetVar { rd, var: Var(v) }),
+            (0u8..16, any::<i64>()).prop_map(|(v, imm)| Inst::IncrementVar { var: Var(v), imm }),
+        ];
+    let any = prop_oneof![2 => old_kinds, 1 => new_kinds];
     let branches = prop_oneof![
         (cond, reg(), reg(), label.clone()).prop_map(|(cond, ra, rb, target)| Inst::Branch {
             cond,

@@ -104,6 +104,18 @@ pub struct CoreSection {
     pub vector_bits: u32,
     /// Latencies in core cycles.
     pub latency_cycles: exec_core::Latencies,
+    /// Reorder-buffer entries (default: the Neoverse-V2-class preset's).
+    pub rob_entries: Option<u32>,
+    /// Load-queue entries (default: the preset's).
+    pub lq_entries: Option<u32>,
+    /// Store-queue entries (default: the preset's).
+    pub sq_entries: Option<u32>,
+    /// Instructions retired per cycle (default: the preset's).
+    pub retire_width: Option<u32>,
+    /// Cycles lost after a mispredicted branch resolves (default: the preset's).
+    pub mispredict_penalty: Option<u32>,
+    /// Functional units per class (default: the preset's).
+    pub functional_units: Option<exec_core::FuCounts>,
 }
 
 /// `access_unit = "none"` or an `[system.access_unit]` table.
@@ -151,8 +163,18 @@ pub struct AccessUnitSection {
     pub requests_per_cycle: u32,
     /// Callback events written per cycle.
     pub events_per_cycle: u32,
-    /// Output-queue capacity in entries.
+    /// Output-queue entries the core side holds (the link from the unit to the core).
     pub outq_entries: u32,
+    /// Lanes (default: the TMU's 8).
+    pub lanes: Option<u32>,
+    /// Layers (default: the TMU's 4).
+    pub layers: Option<u32>,
+    /// Entries per output-queue chunk (default 32).
+    pub outq_chunk_entries: Option<u32>,
+    /// Chunks the unit fills ahead (default 2: double buffering).
+    pub outq_chunks: Option<u32>,
+    /// Cycles a partial chunk waits for more entries before it is flushed (default 64).
+    pub outq_flush_cycles: Option<u32>,
     /// Where the unit's requests enter the hierarchy: "llc" (default, as the TMU) or "l2".
     #[serde(default)]
     pub attach: Attach,

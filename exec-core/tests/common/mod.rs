@@ -96,8 +96,8 @@ pub fn clock() -> Clock {
     Clock::new(Frequency::from_hz(1_000_000_000)).expect("valid clock")
 }
 
-/// A core config for tests: 1 GHz, the given width and MSHRs, 64-byte lines, unit latencies
-/// except where a test changes them.
+/// A core config for tests: 1 GHz, the given width and MSHRs, 64-byte lines, small latencies,
+/// and the Neoverse-V2-like window, units and penalty except where a test changes them.
 pub fn core_config(issue_width: u32, max_outstanding: u32) -> CoreConfig {
     CoreConfig {
         clock: clock(),
@@ -105,6 +105,7 @@ pub fn core_config(issue_width: u32, max_outstanding: u32) -> CoreConfig {
         max_outstanding,
         line_bytes: 64,
         latency: Latencies { alu: 1, mul: 3, div: 10, vector: 2, queue_pop: 2, queue_load: 5 },
+        ..CoreConfig::neoverse_v2_like(clock())
     }
 }
 
