@@ -19,9 +19,11 @@
 //! iteration's values (CSR bounds, indexed positions) have arrived; its streams start in
 //! configuration order as their operands become ready, and its loads queue on its lane. The
 //! window depth comes from the stream storage: `storage` is the unit's total, each lane gets
-//! `storage / lanes` (TMU: 8 x 2 KiB), split evenly among the program's layers and divided by
-//! the bytes one iteration holds (its rows, 8 bytes per scalar stream), at least 2 per lane, so
-//! wide rows mean a shallower window, as in the TMU where storage sets stream depth.
+//! `storage / lanes` (TMU: 8 x 2 KiB), and every layer of a lane gets the same depth: the
+//! lane's storage over the bytes one iteration of every layer holds together (rows, 8 bytes per
+//! scalar stream), at least 2, so wide rows mean a shallower window, as in the TMU where storage
+//! sets stream depth (a child's iterations derive from its parent's, so unequal depths would
+//! only idle storage).
 //!
 //! Arbitration, per cycle up to `requests_per_cycle` lines: output-queue chunk writes first (the
 //! core waits on them), then layers outermost first, round-robin among the lanes of a layer, in
@@ -421,7 +423,25 @@ impl<M> AccessUnit<M> {
             });
         }
         let line = cfg.line_bytes as u64;
-        let per_layer = cfg.storage_per_lane() / nlev as u64;
+        // Bytes one iteration of each layer holds: its rows, 8 per scalar stream.
+        let iteration_bytes: Vec<u64> = (0..nlev)
+            .map(|l| {
+                program
+                    .streams
+                    .iter()
+                    .filter(|s| s.tu.0 as usize == l)
+                    .map(|s| match s.kind {
+                        StreamKind::Row { bytes, .. } => bytes as u64,
+                        _ => 8,
+                    })
+                    .sum::<u64>()
+                    .max(8)
+            })
+            .collect();
+        // Every layer of a lane gets the same depth: a child's iterations derive from its
+        // parent's, so a deeper parent than child (or the reverse) only idles storage.
+        let depth =
+            (cfg.storage_per_lane() / iteration_bytes.iter().sum::<u64>().max(1)).clamp(2, 1 << 16) as usize;
         let mut place = vec![(0u8, 0u8); program.streams.len()];
         let mut levels = Vec::with_capacity(nlev);
         for l in 0..nlev {
@@ -436,18 +456,9 @@ impl<M> AccessUnit<M> {
             for (k, &g) in streams.iter().enumerate() {
                 place[g as usize] = (l as u8, k as u8);
             }
-            let bytes: u64 = streams
-                .iter()
-                .map(|&g| match program.streams[g as usize].kind {
-                    StreamKind::Row { bytes, .. } => bytes as u64,
-                    _ => 8,
-                })
-                .sum::<u64>()
-                .max(8);
             let lanes = tu.layer.lanes();
-            // Each lane holds its own iterations in its share of the storage; at least two, so
-            // a layer always overlaps one iteration's loads with the next.
-            let depth = (per_layer / bytes).clamp(2, 1 << 16) as usize;
+            // Each lane holds its own iterations; at least two per layer, so a layer always
+            // overlaps one iteration's loads with the next.
             let capacity = depth * lanes as usize;
             let cbs = |tu: usize, ev: Event| -> Vec<usize> {
                 program

@@ -11,7 +11,7 @@
 use crate::indices::IndexGenerator;
 use crate::workload::WorkloadSpec;
 use sim_core::SeedTree;
-use sim_core::procedural::table_value;
+use sim_core::procedural::{column_key, keyed_value};
 
 /// Inputs of one EmbeddingBag run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,13 +58,20 @@ impl EmbeddingBagInstance {
     pub fn reference(&self, spec: &WorkloadSpec) -> Vec<f32> {
         let dim = spec.dim as usize;
         let mut out = vec![0.0f32; spec.bags() as usize * dim];
+        let mut keys: Vec<u64> = Vec::new();
+        let mut keyed_table = None;
         for g in 0..spec.bags() as usize {
             let table = (g / spec.batch.max(1) as usize) as u32;
+            if keyed_table != Some(table) {
+                // Column keys once per table: one hash step per element (same values).
+                keys = (0..spec.dim).map(|k| column_key(self.table_seed, table, k)).collect();
+                keyed_table = Some(table);
+            }
             let acc = &mut out[g * dim..(g + 1) * dim];
             for j in self.offsets[g]..self.offsets[g + 1] {
                 let row = self.indices[j as usize] as u64;
-                for (k, a) in acc.iter_mut().enumerate() {
-                    *a += table_value(self.table_seed, table, row, k as u32);
+                for (a, &key) in acc.iter_mut().zip(&keys) {
+                    *a += keyed_value(key, row);
                 }
             }
         }

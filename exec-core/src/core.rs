@@ -999,6 +999,20 @@ impl<M> Core<M> {
     /// Loads `count` words from `addr` into `vd`, zeroing the other lanes.
     fn load_vector(&mut self, vd: u8, addr: u64, count: u32) -> Result<(), FaultKind> {
         let start = vd as usize * self.lanes;
+        let n = (count as usize).min(self.lanes);
+        let end = addr.checked_add(4 * n as u64);
+        // The common case, a row of a table: one image lookup for the whole vector.
+        if n > 0 && end.is_some_and(|e| e <= self.output.base || addr >= self.output_end) {
+            let mut words = [0u32; 64];
+            if self.image.read_u32s(addr, &mut words[..n]).is_ok() {
+                let lanes = &mut self.vregs[start..start + self.lanes];
+                for (i, v) in lanes.iter_mut().enumerate() {
+                    *v = if i < n { f32::from_bits(words[i]) } else { 0.0 };
+                }
+                return Ok(());
+            }
+            // Not one region (or a fault): word by word below gives the exact fault.
+        }
         for i in 0..self.lanes {
             let value = if i < count as usize {
                 let a = addr

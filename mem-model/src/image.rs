@@ -9,7 +9,7 @@
 //! image is read-only during a run and shared by every component that reads it.
 
 use crate::MemError;
-use sim_core::procedural::table_value;
+use sim_core::procedural::{column_key, keyed_value};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -104,6 +104,9 @@ impl Region {
 pub struct MemoryImage {
     /// Sorted by base address.
     regions: Vec<Region>,
+    /// Per region (same order), the column keys of a procedural table
+    /// ([`sim_core::procedural::column_key`]), so reading an element costs one hash step.
+    keys: Vec<Box<[u64]>>,
 }
 
 impl MemoryImage {
@@ -120,6 +123,9 @@ impl MemoryImage {
         let Some(end) = region.base.checked_add(region.size) else {
             return Err(MemError::Unmapped { addr: region.base, bytes: region.size });
         };
+        if let Backing::Procedural { dim: 0, .. } = region.backing {
+            return Err(MemError::Zero { what: "procedural table dim" });
+        }
         if let Backing::Words(w) = &region.backing
             && w.len() as u64 * 4 != region.size
         {
@@ -148,8 +154,15 @@ impl MemoryImage {
                 old: old.name.clone(),
             });
         }
+        let keys: Box<[u64]> = match region.backing {
+            Backing::Procedural { seed, table, dim } => {
+                (0..dim).map(|c| column_key(seed, table, c)).collect()
+            }
+            _ => Box::new([]),
+        };
         let at = self.regions.partition_point(|r| r.base < region.base);
         self.regions.insert(at, region);
+        self.keys.insert(at, keys);
         Ok(RegionId(at as u32))
     }
 
@@ -160,33 +173,61 @@ impl MemoryImage {
 
     /// The region holding `[addr, addr + bytes)`.
     pub fn region_of(&self, addr: u64, bytes: u64) -> Result<&Region, MemError> {
-        let i = self.regions.partition_point(|r| r.base <= addr);
-        i.checked_sub(1)
-            .map(|i| &self.regions[i])
-            .filter(|r| r.contains(addr, bytes))
-            .ok_or(MemError::Unmapped { addr, bytes })
+        self.index_of(addr, bytes).map(|i| &self.regions[i])
     }
 
-    fn element(&self, addr: u64) -> Result<(&Region, u64), MemError> {
-        if !addr.is_multiple_of(4) {
-            return Err(MemError::Misaligned { addr, align: 4 });
-        }
-        let r = self.region_of(addr, 4)?;
-        Ok((r, (addr - r.base) / 4))
+    /// The index of the region holding `[addr, addr + bytes)`.
+    fn index_of(&self, addr: u64, bytes: u64) -> Result<usize, MemError> {
+        let i = self.regions.partition_point(|r| r.base <= addr);
+        i.checked_sub(1)
+            .filter(|&i| self.regions[i].contains(addr, bytes))
+            .ok_or(MemError::Unmapped { addr, bytes })
     }
 
     /// The 32-bit word at `addr`.
     pub fn read_u32(&self, addr: u64) -> Result<u32, MemError> {
-        let (r, i) = self.element(addr)?;
-        Ok(match &r.backing {
+        let mut w = [0u32];
+        self.read_u32s(addr, &mut w)?;
+        Ok(w[0])
+    }
+
+    /// The `out.len()` consecutive 32-bit words from `addr`, which must lie in one region (a
+    /// vector load of a row): one region lookup, and for a procedural table one hash step per
+    /// word.
+    pub fn read_u32s(&self, addr: u64, out: &mut [u32]) -> Result<(), MemError> {
+        if !addr.is_multiple_of(4) {
+            return Err(MemError::Misaligned { addr, align: 4 });
+        }
+        let bytes = out.len() as u64 * 4;
+        let ri = self.index_of(addr, bytes.max(4))?;
+        let r = &self.regions[ri];
+        let first = (addr - r.base) / 4;
+        match &r.backing {
             // Sizes are checked at `add`: every word in range exists.
-            Backing::Words(w) => w.get(i as usize).copied().unwrap_or(0),
-            Backing::Procedural { seed, table, dim } => {
-                table_value(*seed, *table, i / *dim as u64, (i % *dim as u64) as u32).to_bits()
+            Backing::Words(w) => {
+                let from = first as usize;
+                out.copy_from_slice(&w[from..from + out.len()]);
             }
-            Backing::File(f) => return f.read_u32(i * 4),
-            Backing::Zero => 0,
-        })
+            Backing::Procedural { dim, .. } => {
+                let keys = &self.keys[ri];
+                let dim = u64::from(*dim).max(1);
+                let (mut row, mut col) = (first / dim, (first % dim) as usize);
+                for o in out.iter_mut() {
+                    *o = keyed_value(keys[col], row).to_bits();
+                    col += 1;
+                    if col == keys.len() {
+                        (row, col) = (row + 1, 0);
+                    }
+                }
+            }
+            Backing::File(f) => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = f.read_u32((first + k as u64) * 4)?;
+                }
+            }
+            Backing::Zero => out.fill(0),
+        }
+        Ok(())
     }
 
     /// The f32 at `addr`.
@@ -198,6 +239,7 @@ impl MemoryImage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim_core::procedural::table_value;
 
     fn image() -> MemoryImage {
         let mut m = MemoryImage::new();
@@ -225,6 +267,34 @@ mod tests {
         // Row 1000, column 5 of a 100 GiB procedural table.
         let addr = (1 << 40) + (1000 * 64 + 5) * 4;
         assert_eq!(m.read_f32(addr).unwrap(), table_value(3, 1, 1000, 5));
+    }
+
+    #[test]
+    fn bulk_reads_equal_word_reads_across_row_ends() {
+        let m = image();
+        // 70 words from column 60 of row 7: they cross into row 8 and row 9's start.
+        let addr = (1 << 40) + (7 * 64 + 60) * 4;
+        let mut bulk = [0u32; 70];
+        m.read_u32s(addr, &mut bulk).unwrap();
+        for (k, w) in bulk.iter().enumerate() {
+            assert_eq!(*w, m.read_u32(addr + 4 * k as u64).unwrap(), "word {k}");
+            let (row, col) = ((7 * 64 + 60 + k as u64) / 64, ((60 + k) % 64) as u32);
+            assert_eq!(f32::from_bits(*w), table_value(3, 1, row, col));
+        }
+        let mut two = [0u32; 2];
+        m.read_u32s(0x1008, &mut two).unwrap();
+        assert_eq!(two, [7, 8]);
+        // A read running off its region is refused whole.
+        assert_eq!(m.read_u32s(0x100c, &mut two), Err(MemError::Unmapped { addr: 0x100c, bytes: 8 }));
+        let mut none: [u32; 0] = [];
+        assert!(m.read_u32s(0x1000, &mut none).is_ok());
+        let zero_dim = Region {
+            name: "z".into(),
+            base: 0x2000,
+            size: 64,
+            backing: Backing::Procedural { seed: 1, table: 0, dim: 0 },
+        };
+        assert!(image().add(zero_dim).is_err());
     }
 
     #[test]
