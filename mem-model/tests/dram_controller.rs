@@ -268,3 +268,55 @@ fn statistics_and_counters_agree() {
     assert!(h.min() >= 22 * TCK);
     assert!((c.mean_read_latency_ps() - h.mean()).abs() < 0.01 * h.mean());
 }
+
+#[test]
+fn staggered_refresh_spreads_the_pseudo_channels_over_trefi() {
+    let refi = 6240u64;
+    for stagger in [false, true] {
+        let s = spec_with("hbm3-6400", |p| p.controller.refresh_stagger = stagger);
+        // Every pseudo-channel busy for about 12 us (two tREFI) with 32 B reads to bank 0.
+        let o = s.organization();
+        let mut plan = Vec::new();
+        let mut id = 0;
+        for t in (0..7_500_000u64).step_by(40_000) {
+            for ch in 0..o.channels {
+                for pc in 0..o.pseudo_channels {
+                    let a = DramAddr {
+                        channel: ch,
+                        pseudo_channel: pc,
+                        rank: 0,
+                        bank_group: 0,
+                        bank: 0,
+                        row: (t / 40_000) as u32 % 64,
+                        column: 0,
+                    };
+                    id += 1;
+                    plan.push(read(id, s.mapping().encode(&a).unwrap(), 32, t));
+                }
+            }
+        }
+        let out = run_plan(&s, plan, 4096, true);
+        check_log(&s, &out.log).unwrap();
+        let pcs = s.controllers() as u64;
+        // The first REFab of each pseudo-channel.
+        let mut first = vec![u64::MAX; pcs as usize];
+        for c in out.log.iter().filter(|c| c.cmd == Command::RefAb) {
+            let k = (c.channel * o.pseudo_channels + c.pseudo_channel) as usize;
+            first[k] = first[k].min(c.cycle);
+        }
+        for (k, &t) in first.iter().enumerate() {
+            let due = if stagger { refi * (k as u64 + 1) / pcs } else { refi };
+            // Issued once PREA and tRP allow: within about tRAS + tRP of its due cycle.
+            assert!(
+                t >= due && t <= due + 45 + 26 + 10,
+                "stagger {stagger}: PC {k} first REFab at {t}, due {due}"
+            );
+        }
+        let distinct: std::collections::BTreeSet<u64> = first.iter().map(|t| t / 100).collect();
+        if stagger {
+            assert!(distinct.len() > pcs as usize / 2, "spread: {first:?}");
+        } else {
+            assert_eq!(distinct.len(), 1, "all together: {first:?}");
+        }
+    }
+}

@@ -500,7 +500,14 @@ impl Controller {
             cap_hits: c.row_hit_cap,
             page: c.page_policy,
             refresh_level: c.refresh_level,
-            refresh: Refresh::new(c.refresh, c.refresh_level, spec.refresh_interval(), n, o.ranks),
+            refresh: Refresh::new(
+                c.refresh,
+                c.refresh_level,
+                spec.refresh_interval(),
+                n,
+                o.ranks,
+                c.refresh_stagger.then(|| (ch * o.pseudo_channels + pc, spec.controllers())),
+            ),
         }
     }
 

@@ -135,6 +135,10 @@ pub struct ControllerPreset {
     pub refresh: String,
     /// Level refreshed (and precharged by PREA) as a unit: "pseudo_channel" or "rank".
     pub refresh_level: String,
+    /// Spread the refresh units' schedules evenly over one interval instead of refreshing
+    /// every unit at the same cycle (default false, as Ramulator 2; DRAMsim3 staggers).
+    #[serde(default)]
+    pub refresh_stagger: bool,
     /// Address mapping scheme ("RoCoBaRaCh", ...).
     pub mapping: String,
     /// Bytes mapped to one pseudo-channel and row before the mapping's fields start (a

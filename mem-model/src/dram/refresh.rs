@@ -2,7 +2,10 @@
 //!
 //! Contract: each refresh *unit* (the whole pseudo-channel, or one rank, per `refresh_level`)
 //! falls due every refresh interval on a fixed schedule (due cycles do not drift when a refresh
-//! is late, as in Ramulator 2). A due unit is *pending*: the controller stops issuing anything
+//! is late, as in Ramulator 2). By default every unit's first due cycle is the end of the first
+//! interval, so all pseudo-channels refresh together, as in Ramulator 2; with `refresh_stagger`
+//! the units of all controllers are spread evenly over the interval (as DRAMsim3's staggered
+//! policy and real controllers do), so at any time only a few pseudo-channels are refreshing. A due unit is *pending*: the controller stops issuing anything
 //! else to its banks, precharges them (PREA, or PRE for one bank) and issues the refresh as soon
 //! as the constraint table allows; the table's REF -> ACT latency (tRFC) then keeps the banks
 //! blocked. Per-bank mode refreshes one bank of the unit every interval / banks (round robin)
@@ -52,12 +55,15 @@ pub(crate) struct Refresh {
 impl Refresh {
     /// Units for `banks_per_pc` banks, `ranks` ranks, refreshed at `level` every
     /// `refresh_interval` cycles (all-bank) or `refresh_interval / banks per unit` (per-bank).
+    /// `stagger`, (this controller's index, controllers): the units of all controllers fall due
+    /// at evenly spread cycles of the first interval, rather than all at its end.
     pub(crate) fn new(
         mode: RefreshMode,
         level: Level,
         refresh_interval: u64,
         banks_per_pc: u32,
         ranks: u32,
+        stagger: Option<(u32, u32)>,
     ) -> Refresh {
         let unit_count = if level == Level::Rank { ranks } else { 1 };
         let per_unit = banks_per_pc / unit_count;
@@ -72,8 +78,17 @@ impl Refresh {
                 .map(|u| {
                     let first = u * per_unit;
                     let banks = (first..first + per_unit).fold(0u128, |m, b| m | (1u128 << b));
+                    // Slot k of n due at interval * (k + 1) / n: once in the first interval.
+                    let due = match stagger {
+                        Some((ctrl, ctrls)) => {
+                            let (k, n) =
+                                (u64::from(ctrl * unit_count + u), u64::from(ctrls.max(1) * unit_count));
+                            (interval * (k + 1) / n).max(1)
+                        }
+                        None => interval,
+                    };
                     Unit {
-                        due: interval,
+                        due,
                         pending: false,
                         since: 0,
                         banks,

@@ -141,6 +141,8 @@ pub struct ControllerConfig {
     pub refresh: RefreshMode,
     /// Level refreshed (and precharged by PREA) as one unit.
     pub refresh_level: Level,
+    /// Whether the refresh units' schedules are spread over one interval.
+    pub refresh_stagger: bool,
 }
 
 /// A validated DRAM system (see the module docs).
@@ -366,6 +368,7 @@ impl DramSpec {
             page_policy,
             refresh,
             refresh_level,
+            refresh_stagger: c.refresh_stagger,
         };
 
         // Mapping.
