@@ -103,6 +103,8 @@ enum BenchTarget {
     Engine,
     /// Requests per host second of the HBM3-6400 model: 1M random and 1M streaming reads.
     Mem,
+    /// Simulated memory requests per host second of the DAE system (configs/bench-system.toml).
+    System,
 }
 
 const MEM_EXAMPLES: &str = "\
@@ -389,6 +391,59 @@ fn bench_mem() -> Result<()> {
     Ok(())
 }
 
+/// `configs/NAME` under the working directory, else under the source tree the binary was built
+/// from.
+fn shipped_config(name: &str) -> PathBuf {
+    let here = PathBuf::from("configs").join(name);
+    if here.is_file() { here } else { PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs").join(name) }
+}
+
+fn bench_system() -> Result<()> {
+    use compiler::{Target, TargetInfo};
+    use dae_sim::experiment::SystemPlan;
+    let path = shipped_config("bench-system.toml");
+    let exp = Experiment::load(&path, &Overrides::default())?;
+    let reps = 3;
+    println!(
+        "{}: simulated memory requests per host second, median of {reps} runs, one thread:",
+        path.display()
+    );
+    let seeds = SeedTree::new(exp.file.experiment.seed);
+    for spec in &exp.file.workload {
+        let inst = compiler::EmbeddingBagInstance::generate(spec, &seeds);
+        let reference = inst.reference(spec);
+        for (name, plan) in &exp.systems {
+            let SystemPlan::Dae(sys) = plan else { continue };
+            let info = TargetInfo {
+                target: if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly },
+                cores: sys.cores,
+                vector_lanes: sys.vector_lanes,
+                au_lanes: sys.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
+            };
+            let compiled = compiler::compile(spec, inst.clone(), info)?;
+            let mut runs = Vec::new();
+            for _ in 0..reps {
+                let t0 = Instant::now();
+                let r = dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time, &seeds)?;
+                let secs = t0.elapsed().as_secs_f64();
+                if let Err(e) = &r.verified {
+                    bail!("{} on {name}: outputs differ from the reference: {e}", spec.name);
+                }
+                runs.push((r.issued_requests as f64 / secs, secs, r.issued_requests, r.events));
+            }
+            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (rate, secs, requests, events) = runs[runs.len() / 2];
+            println!(
+                "  {} on {name} ({} cores): {:.2} M requests/s ({requests} requests, {events} events, {secs:.1} s)",
+                spec.name,
+                sys.cores,
+                rate / 1e6
+            );
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -398,6 +453,7 @@ fn main() -> ExitCode {
         Some(Command::Bench { what: BenchTarget::Engine }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),
         Some(Command::Bench { what: BenchTarget::Mem }) => bench_mem().map(|()| true),
+        Some(Command::Bench { what: BenchTarget::System }) => bench_system().map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

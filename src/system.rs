@@ -174,8 +174,11 @@ pub struct RunResult {
     pub lookups: u64,
     /// Bytes moved by the memory.
     pub bytes: u64,
-    /// Memory requests served.
+    /// Memory requests served (by the memory behind the caches).
     pub requests: u64,
+    /// Memory requests the cores and access units sent into the hierarchy (line reads and
+    /// writes, output-queue chunk writes included): the work a run simulates.
+    pub issued_requests: u64,
     /// Latency of every lookup, in ps, measured at the requester.
     pub lookup_latency: Histogram<u64>,
     /// Whether every output element equals the reference (the first mismatch otherwise).
@@ -497,6 +500,17 @@ pub fn run(
             lookup_latency.add(h).map_err(|err| build_err("stats", err))?;
         }
     }
+    let mut issued_requests = 0;
+    for (_, id) in cores.iter().chain(&units) {
+        issued_requests += match e.component(*id) {
+            Some(Node::Core(c)) => c.counters().mem_requests,
+            Some(Node::Au(u)) => {
+                let c = u.counters();
+                c.requests + c.write_requests
+            }
+            _ => 0,
+        };
+    }
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
     let (bytes, requests) = match e.component(mem) {
         Some(Node::Dram(d)) => {
@@ -513,6 +527,7 @@ pub fn run(
         lookups,
         bytes,
         requests,
+        issued_requests,
         lookup_latency,
         verified,
         events: summary.events,

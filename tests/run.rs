@@ -177,3 +177,27 @@ fn more_outstanding_requests_are_never_slower() {
     // And the limit matters: one request at a time is much slower than 128.
     assert!(times[0].1 > 2 * times[times.len() - 1].1, "{times:?}");
 }
+
+#[test]
+fn every_shipped_experiment_config_loads() {
+    let mut loaded = Vec::new();
+    for entry in std::fs::read_dir(common::configs()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            let exp = Experiment::load(&path, &Overrides::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!exp.systems.is_empty() && !exp.file.workload.is_empty());
+            loaded.push(path.file_stem().unwrap().to_string_lossy().to_string());
+        }
+    }
+    loaded.sort();
+    assert_eq!(loaded, ["bench-system", "h100-vs-dae", "motivation-latency", "motivation-mlp"]);
+    // The speed benchmark is the one the issue names: the DAE chip at 8 cores, RM2 at batch 256.
+    let exp = Experiment::load(&common::configs().join("bench-system.toml"), &Overrides::default()).unwrap();
+    let Some((_, SystemPlan::Dae(dae))) = exp.systems.first() else { panic!("a DAE system") };
+    assert_eq!(
+        (dae.cores, exp.file.workload[0].name.as_str(), exp.file.workload[0].batch),
+        (8, "dlrm-rm2", 256)
+    );
+    assert!(dae.access_unit.is_some());
+}
