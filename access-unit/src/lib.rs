@@ -6,8 +6,8 @@
 //! values, chained loads, buffer rows, index arithmetic, forwarded parent values) and registers
 //! callbacks on its begin/iteration/end events. Each TU is mapped onto one layer of a lanes x
 //! layers grid (the evaluated TMU: 8 lanes, 4 layers, 2 KiB of stream storage per lane, 128
-//! outstanding requests): a `single` layer uses one lane, a `lockstep` layer advances up to
-//! L consecutive iterations together (L up to the lanes), one per lane, masking a partial last step, and a
+//! outstanding requests): a `single` layer uses one lane, a `lockstep L` layer advances L
+//! consecutive iterations together, one per lane, masking a partial last step, and a
 //! `broadcast` layer shares a scalar parent's values with the lanes below. The unit walks the
 //! traversal ahead of the core: each layer keeps a window of live iterations whose depth follows
 //! from its lanes' storage, loads are split into cache-line requests arbitrated outer layer
