@@ -41,6 +41,11 @@
 //! `outq_chunks` chunks (the one it fills plus complete ones waiting for their writes or for room
 //! in the link); with none free it stalls. The link is the core's view of the queue: its
 //! capacity is set by the system builder (see [`AccessUnitConfig::outq_link_entries`]).
+//!
+//! Host cost: a wake repeats spawn, issue, publish and emit passes until none moves. Spawning
+//! and emitting are skipped while nothing they read has changed (dirty flags), arbitration scans
+//! a per-layer bitmask of lanes with queued loads, and a lockstep step's readiness check resumes
+//! where the last one stopped; none of this changes what is simulated.
 
 use crate::isa::{
     AluOp, AuProgram, Bounds, Event, Layer, MAX_LEVELS, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamKind,
@@ -297,8 +302,14 @@ struct Level {
     next_seq: u64,
     /// Per lane: loads waiting to issue lines, (iteration seq, local stream), in order.
     issue: Vec<VecDeque<(u64, u8)>>,
+    /// Bit per lane whose `issue` queue is non-empty (at most 64 lanes), so arbitration finds
+    /// the next lane with a bit scan instead of visiting every queue.
+    pending: u64,
     /// Lane that gets the next turn (round-robin).
     rr: usize,
+    /// The head's lockstep step is known ready below this seq (readiness only grows, so a
+    /// check resumes where the last one stopped).
+    step_checked: u64,
     /// Callbacks emitted after an iteration becomes ready: iter of this TU, begin of the child.
     pre: Vec<usize>,
     /// Callbacks emitted after an iteration's children: end of the child TU.
@@ -368,6 +379,15 @@ pub struct AccessUnit<M> {
     /// Found in the last pass: a layer full with more to spawn; an event with no free chunk.
     storage_blocked: bool,
     outq_blocked: bool,
+    /// Something `generate` / `emit_one` read has changed since they last ran to a standstill
+    /// (readiness, windows, chunks, the cycle): unset, a pass would find the same result, so
+    /// it is skipped and the blocked flags above keep their values.
+    gen_dirty: bool,
+    emit_dirty: bool,
+    /// The last emit pass stopped on the per-cycle event budget: a new cycle may unblock it.
+    emit_budget_hit: bool,
+    /// Lines of sealed chunks not yet issued (0: the write loop has nothing to look at).
+    write_lines: u64,
     /// Start of the open stall interval per cause: storage, outstanding limit, output queue.
     stall_since: [Option<Tick>; 3],
     counters: AuCounters,
@@ -485,7 +505,9 @@ impl<M> AccessUnit<M> {
                 head_seq: 0,
                 next_seq: 0,
                 issue: vec![VecDeque::with_capacity(depth * 2); lanes as usize],
+                pending: 0,
                 rr: 0,
+                step_checked: 0,
                 pre,
                 post: cbs(l + 1, Event::End),
                 gen_cursor: 0,
@@ -571,6 +593,10 @@ impl<M> AccessUnit<M> {
             fault: None,
             storage_blocked: false,
             outq_blocked: false,
+            gen_dirty: true,
+            emit_dirty: true,
+            emit_budget_hit: false,
+            write_lines: 0,
             stall_since: [None; 3],
             counters: AuCounters::default(),
             stats,
@@ -638,6 +664,9 @@ impl<M> AccessUnit<M> {
 
     /// Starts every stream of iteration `idx` of level `l` whose operands are ready.
     fn evaluate(&mut self, l: usize, idx: usize) {
+        // Called for every new iteration and every finished load: readiness may have changed.
+        self.gen_dirty = true;
+        self.emit_dirty = true;
         let line = self.cfg.line_bytes as u64;
         for k in 0..self.levels[l].streams.len() {
             let it = &self.levels[l].window[idx];
@@ -723,6 +752,7 @@ impl<M> AccessUnit<M> {
             it.lines_left[k] = lines;
             it.started |= 1 << k;
             lev.issue[lane].push_back((seq, k as u8));
+            lev.pending |= 1 << lane;
         }
     }
 
@@ -740,6 +770,10 @@ impl<M> AccessUnit<M> {
 
     /// Spawns steps while windows have room and parents' bounds are known.
     fn generate(&mut self) -> bool {
+        if !self.gen_dirty {
+            return false;
+        }
+        self.gen_dirty = false;
         let mut any = false;
         self.storage_blocked = false;
         for l in 0..self.levels.len() {
@@ -812,6 +846,7 @@ impl<M> AccessUnit<M> {
                     self.spawn_step(l, pseq, next, next - begin, n);
                 } else {
                     self.levels[l - 1].window[pidx].children_done = true;
+                    self.emit_dirty = true;
                     self.levels[l].gen_cursor += 1;
                 }
                 any = true;
@@ -826,20 +861,31 @@ impl<M> AccessUnit<M> {
 
     /// Whether every lane of the lockstep step at the head of level `l` is ready (the step
     /// advances together; masked lanes were never spawned, so they do not hold it back).
-    fn step_ready(&self, l: usize) -> bool {
-        let lev = &self.levels[l];
+    fn step_ready(&mut self, l: usize) -> bool {
+        let lev = &mut self.levels[l];
         let Some(h) = lev.window.front() else { return false };
-        let step = h.j / lev.lanes as u64;
-        lev.window
-            .iter()
-            .take_while(|it| it.parent == h.parent && it.j / lev.lanes as u64 == step)
-            .all(|it| it.ready == lev.all_ready)
+        let (lanes, parent) = (lev.lanes as u64, h.parent);
+        let step = h.j / lanes;
+        // Members before `step_checked` were seen ready (a step is spawned whole, and members
+        // stay ready), so only the rest need a look.
+        let mut seq = lev.step_checked.max(h.seq);
+        while let Some(it) = lev.window.get((seq - lev.head_seq) as usize) {
+            if it.parent != parent || it.j / lanes != step {
+                break;
+            }
+            if it.ready != lev.all_ready {
+                lev.step_checked = seq;
+                return false;
+            }
+            seq += 1;
+        }
+        lev.step_checked = seq;
+        true
     }
 
     /// Whether some line (a load or a queue write) waits to issue.
     fn issue_pending(&self) -> bool {
-        self.chunks.iter().any(|c| c.sealed && c.issued < c.lines)
-            || self.levels.iter().any(|l| l.issue.iter().any(|q| !q.is_empty()))
+        self.write_lines > 0 || self.levels.iter().any(|l| l.pending != 0)
     }
 
     /// Seals the partial chunk being filled; `flush` marks one sealed before it was full.
@@ -852,6 +898,9 @@ impl<M> AccessUnit<M> {
         c.sealed = true;
         let ctrl = (c.entries.len() as u64 * 4).div_ceil(line);
         c.lines = u32::try_from(ctrl + c.data_bytes.div_ceil(line)).unwrap_or(u32::MAX);
+        self.write_lines += c.lines as u64;
+        // A sealed back chunk means the next event needs a free one.
+        self.emit_dirty = true;
         if flush {
             self.counters.chunks_flushed += 1;
         }
@@ -890,7 +939,8 @@ where
         let line = self.cfg.line_bytes as u64;
         let mut any = false;
         // Queue writes first: the core waits on them.
-        for ci in 0..self.chunks.len() {
+        let chunks = if self.write_lines > 0 { self.chunks.len() } else { 0 };
+        for ci in 0..chunks {
             while self.can_issue() {
                 let c = &self.chunks[ci];
                 if !c.sealed || c.issued >= c.lines {
@@ -904,6 +954,7 @@ where
                     return any;
                 }
                 self.chunks[ci].issued += 1;
+                self.write_lines -= 1;
                 self.count_request();
                 self.counters.write_requests += 1;
                 let id = self.stats.write_requests;
@@ -915,16 +966,20 @@ where
         for l in 0..self.levels.len() {
             while self.can_issue() {
                 let lev = &mut self.levels[l];
-                let nl = lev.issue.len();
-                let Some(lane) = (0..nl).map(|d| (lev.rr + d) % nl).find(|&ln| !lev.issue[ln].is_empty())
-                else {
+                if lev.pending == 0 {
                     break;
-                };
+                }
+                // Round-robin: the first lane with work at or after `rr`, else the first one.
+                let later = lev.pending & (u64::MAX << lev.rr);
+                let lane = if later != 0 { later } else { lev.pending }.trailing_zeros() as usize;
                 let Some(&(seq, k)) = lev.issue[lane].front() else { break };
                 let Some(idx) =
                     seq.checked_sub(lev.head_seq).map(|i| i as usize).filter(|&i| i < lev.window.len())
                 else {
                     lev.issue[lane].pop_front();
+                    if lev.issue[lane].is_empty() {
+                        lev.pending &= !(1 << lane);
+                    }
                     continue;
                 };
                 let it = &mut lev.window[idx];
@@ -942,8 +997,11 @@ where
                 // Drop a fully issued load at once: its iteration may retire before we return.
                 if it.lines_issued[k] >= it.lines_total[k] {
                     lev.issue[lane].pop_front();
+                    if lev.issue[lane].is_empty() {
+                        lev.pending &= !(1 << lane);
+                    }
                 }
-                lev.rr = (lane + 1) % nl;
+                lev.rr = if lane + 1 == lev.issue.len() { 0 } else { lane + 1 };
                 self.count_request();
                 self.counters.requests += 1;
                 self.counters.layer_requests[l] += 1;
@@ -1012,6 +1070,7 @@ where
                 any = true;
             }
             self.chunks.pop_front();
+            self.emit_dirty = true;
             self.counters.chunks_written += 1;
             let id = self.stats.chunks;
             ctx.stats().inc(id);
@@ -1025,6 +1084,7 @@ where
     /// filled; false when the per-cycle budget is spent or no chunk is free.
     fn send_callback(&mut self, cb: usize, ctx: &mut Ctx<'_, M>) -> bool {
         if self.emitted_this_cycle >= self.cfg.events_per_cycle {
+            self.emit_budget_hit = true;
             return false;
         }
         let need_new = self.chunks.back().is_none_or(|c| c.sealed);
@@ -1121,13 +1181,15 @@ where
                 let plev = &mut self.levels[l - 1];
                 plev.window.pop_front();
                 plev.head_seq += 1;
+                self.gen_dirty = true;
                 return Emit::Popped;
             }
             let Some(h) = self.levels[l].window.front() else { return Emit::Blocked };
-            if h.ready != self.levels[l].all_ready || (self.levels[l].lockstep && !self.step_ready(l)) {
+            let (ready, pre_emitted) = (h.ready == self.levels[l].all_ready, h.pre_emitted as usize);
+            if !ready || (self.levels[l].lockstep && !self.step_ready(l)) {
                 return Emit::Blocked;
             }
-            if let Some(&cb) = self.levels[l].pre.get(h.pre_emitted as usize) {
+            if let Some(&cb) = self.levels[l].pre.get(pre_emitted) {
                 if !self.send_callback(cb, ctx) {
                     return Emit::Blocked;
                 }
@@ -1140,6 +1202,7 @@ where
                 let lev = &mut self.levels[l];
                 lev.window.pop_front();
                 lev.head_seq += 1;
+                self.gen_dirty = true;
                 return Emit::Popped;
             }
         }
@@ -1148,6 +1211,10 @@ where
 
     /// Opens or closes the stall intervals; `active` per cause, in `stall_since` order.
     fn account_stalls(&mut self, now: Tick, active: [bool; 3]) {
+        // Nearly every step changes nothing: no interval opens or closes.
+        if active == self.stall_since.map(|s| s.is_some()) {
+            return;
+        }
         for (i, &on) in active.iter().enumerate() {
             match (on, self.stall_since[i]) {
                 (true, None) => self.stall_since[i] = Some(now),
@@ -1172,6 +1239,11 @@ where
             self.cycle = cycle;
             self.issued_this_cycle = 0;
             self.emitted_this_cycle = 0;
+            // The budget is all a new cycle changes for `emit_one`.
+            if self.emit_budget_hit {
+                self.emit_budget_hit = false;
+                self.emit_dirty = true;
+            }
         }
         while let Some(msg) = ctx.recv(self.ports.mem_resp) {
             if let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) {
@@ -1193,9 +1265,12 @@ where
                 let mut moved = self.generate();
                 moved |= self.issue(ctx);
                 moved |= self.publish(ctx);
-                self.outq_blocked = false;
-                while matches!(self.emit_one(ctx), Emit::Sent | Emit::Popped) {
-                    moved = true;
+                if self.emit_dirty {
+                    self.emit_dirty = false;
+                    self.outq_blocked = false;
+                    while matches!(self.emit_one(ctx), Emit::Sent | Emit::Popped) {
+                        moved = true;
+                    }
                 }
                 if !moved || self.fault.is_some() {
                     break;

@@ -559,6 +559,7 @@ where
     }
 
     /// Takes every answer from downstream.
+    #[inline]
     fn take_fills(&mut self, ctx: &mut Ctx<'_, M>) {
         while let Some(msg) = ctx.recv(self.down_resp) {
             // Anything but a response is a wiring error; it has no request to answer.
@@ -570,6 +571,7 @@ where
 
     /// One downstream answer: a fill completes sectors, answers the targets it satisfies and
     /// retires its MSHR when its last read is back. Answers to writes are absorbed.
+    #[inline(never)]
     fn fill(&mut self, resp: MemResponse, ctx: &mut Ctx<'_, M>) {
         if resp.id & WRITE_ID != 0 {
             return;
@@ -653,10 +655,17 @@ where
     }
 
     /// Sends downstream what is queued, until the link refuses.
+    #[inline(always)]
     fn flush_down(&mut self, ctx: &mut Ctx<'_, M>) {
-        if self.down_blocked {
-            return;
+        // Inlined: most wakes have nothing to send.
+        if !self.down_blocked && !self.down.is_empty() {
+            self.send_down(ctx);
         }
+    }
+
+    /// The body of [`Cache::flush_down`].
+    #[inline(never)]
+    fn send_down(&mut self, ctx: &mut Ctx<'_, M>) {
         while let Some(&req) = self.down.front() {
             if ctx.send(self.down_req, M::wrap(req)).is_err() {
                 self.down_blocked = true;
@@ -678,11 +687,18 @@ where
 
     /// Sends every answer that is due, port by port in port order, until a port's link
     /// refuses.
+    #[inline(always)]
     fn send_answers(&mut self, ctx: &mut Ctx<'_, M>) {
-        let now = self.now;
-        if self.next_answer > now {
-            return;
+        // Inlined: most calls find nothing due.
+        if self.next_answer <= self.now {
+            self.send_due(ctx);
         }
+    }
+
+    /// The body of [`Cache::send_answers`].
+    #[inline(never)]
+    fn send_due(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = self.now;
         while let Some(&Reverse((due, p))) = self.answer_due.peek() {
             if due > now {
                 break;
@@ -723,6 +739,10 @@ where
     /// round that the lookup budget does not cut short brings the pointer back where it
     /// started, and one that it cuts leaves it after the last port that looked up.
     fn lookups(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
+        if self.ready.is_empty() {
+            // No port to visit (the cycle's count catches up at the next call).
+            return false;
+        }
         let cycle = self.cycles.cycle_of(self.now);
         if cycle != self.cycle {
             self.cycle = cycle;

@@ -144,19 +144,31 @@ impl PortSet {
     }
 
     /// The smallest member at or above `from`, if any.
-    #[inline]
+    #[inline(always)]
     pub fn next_from(&self, from: usize) -> Option<usize> {
-        if self.len == 0 {
-            return None;
-        }
-        let mask = u64::MAX << (from % 64);
+        // Inlined: the common case is a member in the low word, or none beyond it.
         if from < 64 {
-            let word = self.low & mask;
+            let word = self.low & (u64::MAX << from);
             if word != 0 {
                 return Some(word.trailing_zeros() as usize);
             }
+            if self.high.is_empty() {
+                return None;
+            }
+        }
+        self.next_far(from)
+    }
+
+    /// [`PortSet::next_from`] past the low word.
+    #[inline(never)]
+    fn next_far(&self, from: usize) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        if from < 64 {
             return self.next_high_from(0);
         }
+        let mask = u64::MAX << (from % 64);
         let k = from / 64 - 1;
         let word = *self.high.get(k)? & mask;
         if word != 0 {

@@ -226,6 +226,24 @@ mod tests {
         assert_eq!(p.victim(0, |_| false), None);
     }
 
+    proptest::proptest! {
+        /// The victim is the eligible way with the smallest (stamp, way), ties included.
+        #[test]
+        fn lru_victim_is_the_oldest_eligible_way(
+            uses in proptest::collection::vec((0usize..8, proptest::bool::ANY), 0..40),
+            locked in 0u8..=255,
+        ) {
+            let mut p = Lru::new(2, 8);
+            for (w, at_lru) in uses {
+                p.insert(1, w, at_lru);
+            }
+            let eligible = |w: usize| locked & (1 << w) == 0;
+            let stamps = &p.stamp[8..16];
+            let want = (0..8).filter(|&w| eligible(w)).min_by_key(|&w| (stamps[w], w));
+            proptest::prop_assert_eq!(p.victim(1, eligible), want);
+        }
+    }
+
     #[test]
     fn srrip_evicts_a_line_used_once_before_reused_ones() {
         let mut p = Srrip::new(1, 4);

@@ -484,7 +484,17 @@ where
     }
 
     /// Moves every message that has arrived at its far side to that port's queue.
+    #[inline(always)]
     fn land(&mut self, now: Tick) {
+        // Inlined: most calls find nothing arrived.
+        if self.flight.next_due().is_some_and(|due| due <= now) {
+            self.land_due(now);
+        }
+    }
+
+    /// The body of [`Crossbar::land`].
+    #[inline(never)]
+    fn land_due(&mut self, now: Tick) {
         while let Some((slot, to_bank)) = self.flight.pop_arrived(now) {
             let s = &self.slots[slot as usize];
             if to_bank {
@@ -507,7 +517,17 @@ where
 
     /// Sends what the ports have queued, until links refuse: every downstream port in order,
     /// then every upstream port, visiting only those with something to send.
+    #[inline(always)]
     fn flush(&mut self, ctx: &mut Ctx<'_, M>) {
+        // Inlined: most calls have nothing to send (and with nothing sent, no slot frees).
+        if !self.down_dirty.is_empty() || !self.up_dirty.is_empty() {
+            self.send_staged(ctx);
+        }
+    }
+
+    /// The body of [`Crossbar::flush`].
+    #[inline(never)]
+    fn send_staged(&mut self, ctx: &mut Ctx<'_, M>) {
         let mut from = 0;
         while let Some(b) = self.down_dirty.next_from(from) {
             from = b + 1;
