@@ -100,15 +100,16 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         latency: l,
         ..preset
     };
-    for (value, key, field) in [
-        (c.rob_entries, "rob_entries", &mut core.rob_entries),
-        (c.lq_entries, "lq_entries", &mut core.lq_entries),
-        (c.sq_entries, "sq_entries", &mut core.sq_entries),
-        (c.retire_width, "retire_width", &mut core.retire_width),
+    let window = exec_core::core::MAX_WINDOW;
+    for (value, key, field, max) in [
+        (c.rob_entries, "rob_entries", &mut core.rob_entries, window),
+        (c.lq_entries, "lq_entries", &mut core.lq_entries, window),
+        (c.sq_entries, "sq_entries", &mut core.sq_entries, window),
+        (c.retire_width, "retire_width", &mut core.retire_width, 1024),
     ] {
         if let Some(v) = value {
-            if v == 0 {
-                return Err(doc.error_at(&at(&format!("core.{key}")), "must be at least 1"));
+            if !(1..=max).contains(&v) {
+                return Err(doc.error_at(&at(&format!("core.{key}")), format!("must be 1 to {max}")));
             }
             *field = v;
         }

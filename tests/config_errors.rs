@@ -79,3 +79,38 @@ fn a_missing_config_and_a_bad_baseline_are_errors() {
     let err = fails(&cfg);
     assert!(err.contains("report.baseline: no system is named \"a100\""), "{err}");
 }
+
+#[test]
+fn out_of_range_core_and_access_unit_sizes_are_named() {
+    for (edit, key, why) in [
+        ("core = { rob_entries = 4000000000 }", "system[1].core.rob_entries", "must be 1 to 65536"),
+        ("core = { lq_entries = 0 }", "system[1].core.lq_entries", "must be 1 to 65536"),
+        (
+            "core = { functional_units = { alu = 0, muldiv = 1, vector = 1, load = 1, store = 1 } }",
+            "system[1].core.functional_units.alu",
+            "must be 1 to 64",
+        ),
+    ] {
+        let dir = temp_dir("core-range");
+        let cfg = small_experiment(&dir, "");
+        // The second system (the plain CPU) gets the bad value.
+        let text = std::fs::read_to_string(&cfg).unwrap().replace(
+            "cores = 4\naccess_unit = \"none\"",
+            &format!("cores = 4\naccess_unit = \"none\"\n{edit}"),
+        );
+        std::fs::write(&cfg, text).unwrap();
+        let err = fails(&cfg);
+        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
+    }
+    let dir = temp_dir("au-range");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "cores = 4\n",
+        "cores = 4\naccess_unit = { storage = \"16KiB\", max_outstanding = 8, requests_per_cycle = 1, \
+         events_per_cycle = 1, outq_entries = 8, lanes = 65 }\n",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let err = fails(&cfg);
+    assert!(err.contains("system[0].access_unit.lanes") && err.contains("must be 1 to 64"), "{err}");
+}
