@@ -11,7 +11,7 @@ use crate::config::schema::{
 use crate::config::{ConfigError, Document};
 use crate::system::{AccessUnitSpec, AttachPoint, CachePlan, DaeSystem, MemoryPlan, RunResult};
 use access_unit::AccessUnitConfig;
-use compiler::{CompiledWorkload, EmbeddingBagInstance, Target, TargetInfo, WorkloadSpec};
+use compiler::{CompiledWorkload, EmbeddingBagInstance, WorkloadSpec};
 use exec_core::CoreConfig;
 use gpu_model::{GatherShape, GpuConfig};
 use mem_model::SimpleMemoryConfig;
@@ -434,14 +434,8 @@ pub fn run_pair(
 ) -> Result<Measured, String> {
     match plan {
         SystemPlan::Dae(sys) => {
-            let target = TargetInfo {
-                target: if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly },
-                cores: sys.cores,
-                vector_lanes: sys.vector_lanes,
-                au_lanes: sys.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
-            };
-            let compiled: CompiledWorkload =
-                compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
+            let compiled: CompiledWorkload = compiler::compile(spec, inst.clone(), sys.target_info())
+                .map_err(|e| format!("compile: {e}"))?;
             crate::system::run(sys, &compiled, reference, max_sim_time, seeds)
                 .map(|r| measured(sys, r))
                 .map_err(|e| e.to_string())

@@ -399,7 +399,6 @@ fn shipped_config(name: &str) -> PathBuf {
 }
 
 fn bench_system() -> Result<()> {
-    use compiler::{Target, TargetInfo};
     use dae_sim::experiment::SystemPlan;
     let path = shipped_config("bench-system.toml");
     let exp = Experiment::load(&path, &Overrides::default())?;
@@ -414,13 +413,7 @@ fn bench_system() -> Result<()> {
         let reference = inst.reference(spec);
         for (name, plan) in &exp.systems {
             let SystemPlan::Dae(sys) = plan else { continue };
-            let info = TargetInfo {
-                target: if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly },
-                cores: sys.cores,
-                vector_lanes: sys.vector_lanes,
-                au_lanes: sys.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
-            };
-            let compiled = compiler::compile(spec, inst.clone(), info)?;
+            let compiled = compiler::compile(spec, inst.clone(), sys.target_info())?;
             let mut runs = Vec::new();
             for _ in 0..reps {
                 let t0 = Instant::now();

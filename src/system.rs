@@ -156,6 +156,19 @@ pub struct DaeSystem {
 }
 
 impl DaeSystem {
+    /// What the compiler needs to know of this chip: decoupled or core-only, cores, vector
+    /// lanes and access-unit lanes.
+    pub fn target_info(&self) -> compiler::TargetInfo {
+        let target =
+            if self.access_unit.is_some() { compiler::Target::Decoupled } else { compiler::Target::CoreOnly };
+        compiler::TargetInfo {
+            target,
+            cores: self.cores,
+            vector_lanes: self.vector_lanes,
+            au_lanes: self.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
+        }
+    }
+
     /// Peak bandwidth of the memory.
     pub fn peak_bandwidth(&self) -> sim_core::Bandwidth {
         match &self.memory {
@@ -315,13 +328,9 @@ impl QueueRegions {
         QueueRegions { first, stride }
     }
 
+    /// The region of core `core`; `base(cores)` is one past the last byte of all of them.
     fn base(&self, core: usize) -> u64 {
         self.first + core as u64 * self.stride
-    }
-
-    /// One past the last byte of the regions of `cores` cores.
-    fn end(&self, cores: usize) -> u64 {
-        self.base(cores)
     }
 }
 
@@ -365,13 +374,13 @@ pub fn run(
     let mut units = Vec::new();
     let queues = QueueRegions::new(w, sys.access_unit.as_ref().map(|a| &a.unit));
     if let MemoryPlan::Dram(spec) = &sys.memory
-        && queues.end(w.jobs.len()) > spec.capacity_bytes()
+        && queues.base(w.jobs.len()) > spec.capacity_bytes()
     {
         return Err(SystemError::Build {
             component: "mem".into(),
             message: format!(
                 "the workload's data and queues need {} B, more than the memory's {} B",
-                queues.end(w.jobs.len()),
+                queues.base(w.jobs.len()),
                 spec.capacity_bytes()
             ),
         });
@@ -397,16 +406,17 @@ pub fn run(
         if let (Some(spec), Some(program)) = (sys.access_unit, &job.au) {
             let au_name = format!("{name}.au");
             let au = e.reserve();
-            let target = match sys.attach {
-                AttachPoint::L2 if sys.caches.l2.is_some() => ids[ids.len() - 1],
+            // The core's private L2 (the last private level), if it has one.
+            let l2 = sys.caches.l2.is_some().then(|| ids[ids.len() - 1]);
+            let target = match (sys.attach, l2) {
+                (AttachPoint::L2, Some(l2)) => l2,
                 _ => shared_entry,
             };
             let (areq, aresp) = wiring.connect(&mut e, au, target, &au_name, link)?;
             let outq = e.connect(au, core, link(format!("{au_name}.outq"), spec.outq_entries))?;
             queue = Some(outq);
             // The output queue lives in the core's private L2 whatever serves the unit's reads.
-            let l2 = (sys.caches.l2.is_some()).then(|| ids[ids.len() - 1]).filter(|&l2| l2 != target);
-            let queue_port = match l2 {
+            let queue_port = match l2.filter(|&l2| l2 != target) {
                 Some(l2) => Some(wiring.connect(&mut e, au, l2, &format!("{au_name}.queue"), link)?),
                 None => None,
             };

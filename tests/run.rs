@@ -3,7 +3,7 @@
 mod common;
 
 use common::{dae_sim, small_experiment, temp_dir};
-use compiler::{EmbeddingBagInstance, Target, TargetInfo, WorkloadSpec};
+use compiler::{EmbeddingBagInstance, WorkloadSpec};
 use dae_sim::config::Document;
 use dae_sim::experiment::{Experiment, Overrides, SystemPlan};
 use sim_core::SeedTree;
@@ -60,9 +60,7 @@ fn simulated_outputs_equal_the_reference_on_both_chips_and_a_mismatch_is_caught(
     assert!(reference.iter().any(|&v| v != 0.0), "a reference of zeros would prove nothing");
     for (name, plan) in &exp.systems {
         let SystemPlan::Dae(sys) = plan else { continue };
-        let target = if sys.access_unit.is_some() { Target::Decoupled } else { Target::CoreOnly };
-        let info = TargetInfo { target, cores: sys.cores, vector_lanes: sys.vector_lanes, au_lanes: 8 };
-        let compiled = compiler::compile(spec, inst.clone(), info).unwrap();
+        let compiled = compiler::compile(spec, inst.clone(), sys.target_info()).unwrap();
         let r =
             dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time, &SeedTree::new(1)).unwrap();
         assert_eq!(r.verified, Ok(()), "{name}");
@@ -155,13 +153,8 @@ fn more_outstanding_requests_are_never_slower() {
     let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(9));
     let reference = inst.reference(spec);
     let Some((_, SystemPlan::Dae(dae))) = exp.systems.iter().find(|(n, _)| n == "dae") else { panic!("dae") };
-    let info = TargetInfo {
-        target: Target::Decoupled,
-        cores: dae.cores,
-        vector_lanes: dae.vector_lanes,
-        au_lanes: dae.access_unit.as_ref().unwrap().unit.lanes,
-    };
-    let compiled = compiler::compile(spec, inst.clone(), info).unwrap();
+    assert!(dae.access_unit.is_some(), "a decoupled chip");
+    let compiled = compiler::compile(spec, inst.clone(), dae.target_info()).unwrap();
     let mut last = u64::MAX;
     let mut times = Vec::new();
     for limit in [1u32, 2, 4, 8, 16, 32, 64, 128] {

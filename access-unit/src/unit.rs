@@ -552,15 +552,15 @@ impl<M> AccessUnit<M> {
         let ctrl_stride = round_up(entries * 4, line);
         let data_stride = round_up(entries.saturating_mul(cb_bytes.iter().copied().max().unwrap_or(0)), line);
         let stats = AuStats {
-            requests: stats.counter(&format!("{name}.requests"))?,
-            lookups: stats.counter(&format!("{name}.lookups"))?,
-            events: stats.counter(&format!("{name}.events"))?,
-            write_requests: stats.counter(&format!("{name}.write_requests"))?,
-            chunks: stats.counter(&format!("{name}.chunks"))?,
+            requests: stats.counter_in(name, "requests")?,
+            lookups: stats.counter_in(name, "lookups")?,
+            events: stats.counter_in(name, "events")?,
+            write_requests: stats.counter_in(name, "write_requests")?,
+            chunks: stats.counter_in(name, "chunks")?,
             layer_requests: (0..nlev)
-                .map(|l| stats.counter(&format!("{name}.layer{l}.requests")))
+                .map(|l| stats.counter_in(name, &format!("layer{l}.requests")))
                 .collect::<Result<_, _>>()?,
-            lookup_latency: stats.histogram(&format!("{name}.lookup_latency"), 1_000_000_000, 3)?,
+            lookup_latency: stats.histogram_in(name, "lookup_latency", 1_000_000_000, 3)?,
         };
         Ok(Self {
             name: name.to_string(),

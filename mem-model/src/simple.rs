@@ -71,13 +71,12 @@ impl<M> SimpleMemory<M> {
         for (i, p) in ports.iter().enumerate() {
             port_of_link[p.0.index()] = i as u32;
         }
-        let stat = |s: &mut Stats, leaf: &str| s.counter(&format!("{name}.{leaf}"));
         let stats = MemStats {
-            reads: stat(stats, "reads")?,
-            writes: stat(stats, "writes")?,
-            bytes_read: stat(stats, "bytes_read")?,
-            bytes_written: stat(stats, "bytes_written")?,
-            busy_ps: stat(stats, "busy_ps")?,
+            reads: stats.counter_in(name, "reads")?,
+            writes: stats.counter_in(name, "writes")?,
+            bytes_read: stats.counter_in(name, "bytes_read")?,
+            bytes_written: stats.counter_in(name, "bytes_written")?,
+            busy_ps: stats.counter_in(name, "busy_ps")?,
         };
         Ok(Self {
             name: name.to_string(),

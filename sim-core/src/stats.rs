@@ -79,6 +79,23 @@ impl Stats {
         Ok(CounterId(id))
     }
 
+    /// Registers counter `leaf` of the component named `scope` (`scope.leaf`), as every
+    /// component names its statistics under its own hierarchical name.
+    pub fn counter_in(&mut self, scope: &str, leaf: &str) -> Result<CounterId, StatsError> {
+        self.counter(&format!("{scope}.{leaf}"))
+    }
+
+    /// Registers histogram `leaf` of the component named `scope` (see [`Stats::histogram`]).
+    pub fn histogram_in(
+        &mut self,
+        scope: &str,
+        leaf: &str,
+        max_value: u64,
+        sigfig: u8,
+    ) -> Result<HistogramId, StatsError> {
+        self.histogram(&format!("{scope}.{leaf}"), max_value, sigfig)
+    }
+
     /// Registers a histogram of values in `1..=max_value` with `sigfig` significant digits
     /// (0 to 5) and returns its id.
     pub fn histogram(&mut self, name: &str, max_value: u64, sigfig: u8) -> Result<HistogramId, StatsError> {

@@ -320,12 +320,12 @@ impl<M> Cache<M> {
         }
         let mut counters = [None; 13];
         for (slot, leaf) in counters.iter_mut().zip(COUNTER_NAMES) {
-            *slot = Some(stats.counter(&format!("{name}.{leaf}"))?);
+            *slot = Some(stats.counter_in(name, leaf)?);
         }
         let ids = StatIds {
             counters: counters.map(|c| c.unwrap_or_else(|| unreachable!("every counter was registered"))),
-            hit_latency: stats.histogram(&format!("{name}.hit_latency"), LATENCY_HISTOGRAM_MAX, 2)?,
-            miss_latency: stats.histogram(&format!("{name}.miss_latency"), LATENCY_HISTOGRAM_MAX, 2)?,
+            hit_latency: stats.histogram_in(name, "hit_latency", LATENCY_HISTOGRAM_MAX, 2)?,
+            miss_latency: stats.histogram_in(name, "miss_latency", LATENCY_HISTOGRAM_MAX, 2)?,
         };
         let mut roles = vec![(links.down_req, Role::DownReq)];
         for (p, &(inp, out)) in links.upstream.iter().enumerate() {

@@ -282,13 +282,12 @@ impl<M> Crossbar<M> {
         }
         let (n_up, n_down) = (links.upstream.len(), links.downstream.len());
         let latency = cfg.topology.latency_table(n_up, n_down)?;
-        let counter = |s: &mut Stats, leaf: &str| s.counter(&format!("{name}.{leaf}"));
         let xstats = XbarStats {
-            requests: counter(stats, "requests")?,
-            responses: counter(stats, "responses")?,
-            bank_full_stalls: counter(stats, "bank_full_stalls")?,
-            in_flight_full_stalls: counter(stats, "in_flight_full_stalls")?,
-            stray_responses: counter(stats, "stray_responses")?,
+            requests: stats.counter_in(name, "requests")?,
+            responses: stats.counter_in(name, "responses")?,
+            bank_full_stalls: stats.counter_in(name, "bank_full_stalls")?,
+            in_flight_full_stalls: stats.counter_in(name, "in_flight_full_stalls")?,
+            stray_responses: stats.counter_in(name, "stray_responses")?,
         };
         let mut down = Vec::with_capacity(n_down);
         for (b, &(out, inp)) in links.downstream.iter().enumerate() {
@@ -298,7 +297,7 @@ impl<M> Crossbar<M> {
                 staged: VecDeque::with_capacity(cfg.bank_queue.min(4096) as usize),
                 queued: 0,
                 blocked: false,
-                requests: counter(stats, &format!("port{b}.requests"))?,
+                requests: stats.counter_in(name, &format!("port{b}.requests"))?,
                 held: PortSet::new(links.upstream.len()),
             });
         }

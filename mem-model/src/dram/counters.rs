@@ -115,7 +115,7 @@ pub(crate) struct StatIds {
 impl StatIds {
     /// Registers the statistics of a DRAM called `name` with `controllers` pseudo-channels.
     pub(crate) fn register(stats: &mut Stats, name: &str, controllers: u32) -> Result<StatIds, StatsError> {
-        let mut c = |leaf: &str| stats.counter(&format!("{name}.{leaf}"));
+        let mut c = |leaf: &str| stats.counter_in(name, leaf);
         let reads = c("reads")?;
         let writes = c("writes")?;
         let bytes_read = c("bytes_read")?;
@@ -140,7 +140,7 @@ impl StatIds {
             served.push(c(&format!("pc{i:0width$}.served"))?);
         }
         // Latencies up to 1 s (in ps), 3 significant digits.
-        let read_latency = stats.histogram(&format!("{name}.read_latency_ps"), 1_000_000_000_000, 3)?;
+        let read_latency = stats.histogram_in(name, "read_latency_ps", 1_000_000_000_000, 3)?;
         let commands: [CounterId; NUM_COMMANDS] =
             commands.try_into().map_err(|_| StatsError::TooMany(format!("{name}.commands")))?;
         Ok(StatIds {

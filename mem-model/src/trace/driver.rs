@@ -203,16 +203,14 @@ impl<M, S: TraceSource> TraceDriver<M, S> {
             Pacing::Max => false,
             Pacing::Rate { .. } => true,
         };
-        let stat = |s: &mut Stats, leaf: &str| s.counter(&format!("{name}.{leaf}"));
-        let hist = |s: &mut Stats, leaf: &str| s.histogram(&format!("{name}.{leaf}"), HISTOGRAM_MAX, 3);
         let stats = DriverStats {
-            reads: stat(stats, "reads")?,
-            writes: stat(stats, "writes")?,
-            bytes_read: stat(stats, "bytes_read")?,
-            bytes_written: stat(stats, "bytes_written")?,
-            read_latency: hist(stats, "read_latency")?,
-            write_latency: hist(stats, "write_latency")?,
-            issue_delay: hist(stats, "issue_delay")?,
+            reads: stats.counter_in(name, "reads")?,
+            writes: stats.counter_in(name, "writes")?,
+            bytes_read: stats.counter_in(name, "bytes_read")?,
+            bytes_written: stats.counter_in(name, "bytes_written")?,
+            read_latency: stats.histogram_in(name, "read_latency", HISTOGRAM_MAX, 3)?,
+            write_latency: stats.histogram_in(name, "write_latency", HISTOGRAM_MAX, 3)?,
+            issue_delay: stats.histogram_in(name, "issue_delay", HISTOGRAM_MAX, 3)?,
         };
         Ok(Self {
             name: name.to_owned(),
