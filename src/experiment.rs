@@ -58,6 +58,24 @@ fn required<'a, T>(doc: &Document, path: String, v: &'a Option<T>) -> Result<&'a
     v.as_ref().ok_or_else(|| doc.error_at(&path, "required for a system of kind \"dae\""))
 }
 
+/// Applies the optional overrides of preset values, each (value, key under `section`, field,
+/// upper bound); a value outside `1..=bound` is an error naming its key.
+fn override_bounded<const N: usize>(
+    doc: &Document,
+    section: &str,
+    overrides: [(Option<u32>, &str, &mut u32, u32); N],
+) -> Result<(), ConfigError> {
+    for (value, key, field, max) in overrides {
+        if let Some(v) = value {
+            if !(1..=max).contains(&v) {
+                return Err(doc.error_at(&format!("{section}.{key}"), format!("must be 1 to {max}")));
+            }
+            *field = v;
+        }
+    }
+    Ok(())
+}
+
 fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, ConfigError> {
     let at = |key: &str| format!("system[{i}].{key}");
     let cores = *required(doc, at("cores"), &s.cores)?;
@@ -101,19 +119,16 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         ..preset
     };
     let window = exec_core::core::MAX_WINDOW;
-    for (value, key, field, max) in [
-        (c.rob_entries, "rob_entries", &mut core.rob_entries, window),
-        (c.lq_entries, "lq_entries", &mut core.lq_entries, window),
-        (c.sq_entries, "sq_entries", &mut core.sq_entries, window),
-        (c.retire_width, "retire_width", &mut core.retire_width, 1024),
-    ] {
-        if let Some(v) = value {
-            if !(1..=max).contains(&v) {
-                return Err(doc.error_at(&at(&format!("core.{key}")), format!("must be 1 to {max}")));
-            }
-            *field = v;
-        }
-    }
+    override_bounded(
+        doc,
+        &at("core"),
+        [
+            (c.rob_entries, "rob_entries", &mut core.rob_entries, window),
+            (c.lq_entries, "lq_entries", &mut core.lq_entries, window),
+            (c.sq_entries, "sq_entries", &mut core.sq_entries, window),
+            (c.retire_width, "retire_width", &mut core.retire_width, 1024),
+        ],
+    )?;
     if let Some(p) = c.mispredict_penalty {
         core.mispredict_penalty = p;
     }
@@ -156,21 +171,16 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
                 events_per_cycle: a.events_per_cycle,
                 ..AccessUnitConfig::tmu_like(clock)
             };
-            for (value, key, field, max) in [
-                (a.lanes, "lanes", &mut unit.lanes, 64),
-                (a.layers, "layers", &mut unit.layers, 8),
-                (a.outq_chunk_entries, "outq_chunk_entries", &mut unit.outq_chunk_entries, 1 << 16),
-                (a.outq_chunks, "outq_chunks", &mut unit.outq_chunks, 64),
-            ] {
-                if let Some(v) = value {
-                    if !(1..=max).contains(&v) {
-                        return Err(
-                            doc.error_at(&at(&format!("access_unit.{key}")), format!("must be 1 to {max}"))
-                        );
-                    }
-                    *field = v;
-                }
-            }
+            override_bounded(
+                doc,
+                &at("access_unit"),
+                [
+                    (a.lanes, "lanes", &mut unit.lanes, 64),
+                    (a.layers, "layers", &mut unit.layers, 8),
+                    (a.outq_chunk_entries, "outq_chunk_entries", &mut unit.outq_chunk_entries, 1 << 16),
+                    (a.outq_chunks, "outq_chunks", &mut unit.outq_chunks, 64),
+                ],
+            )?;
             if let Some(f) = a.outq_flush_cycles {
                 unit.outq_flush_cycles = f;
             }
