@@ -246,7 +246,28 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         }
         _ => AttachPoint::Llc,
     };
-    Ok(DaeSystem { cores, core, vector_lanes: c.vector_bits / 32, access_unit, attach, caches, memory })
+    let mut passes = compiler::Passes::default();
+    if let Some(cs) = &s.compiler {
+        if let Some(level) = cs.opt_level {
+            passes = compiler::Passes::level(level).ok_or_else(|| {
+                doc.error_at(&at("compiler.opt_level"), format!("{level} is not a level (0 to 3)"))
+            })?;
+        }
+        if let Some(list) = &cs.passes {
+            passes = compiler::Passes::parse(&list.join(","))
+                .map_err(|e| doc.error_at(&at("compiler.passes"), e))?;
+        }
+    }
+    Ok(DaeSystem {
+        cores,
+        core,
+        vector_lanes: c.vector_bits / 32,
+        access_unit,
+        attach,
+        caches,
+        memory,
+        passes,
+    })
 }
 
 fn gpu_system(doc: &Document, i: usize, g: &Option<GpuConfig>) -> Result<GpuConfig, ConfigError> {
@@ -307,6 +328,11 @@ impl Experiment {
         let max_sim_time = file.experiment.max_sim_time.map_or(PS_PER_SECOND, |t| t.ps());
         Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time })
     }
+
+    /// The random streams of a run: every workload's inputs are drawn from these.
+    pub fn seeds(&self) -> SeedTree {
+        SeedTree::new(self.file.experiment.seed)
+    }
 }
 
 /// The result of one (system, workload) pair.
@@ -343,6 +369,9 @@ pub struct Measured {
     pub stats: Option<serde_json::Value>,
     /// Memory-level parallelism and latency profile (cycle-level runs).
     pub mlp: Option<MlpProfile>,
+    /// The simulated output tensor, `bags x dim` f32 row-major (cycle-level runs; the analytic
+    /// GPU model computes none). Not part of results.json: `--dump-outputs` writes it.
+    pub outputs: Option<Vec<f32>>,
 }
 
 fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
@@ -357,6 +386,7 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         events: r.events,
         stats: Some(r.stats),
         mlp,
+        outputs: Some(r.outputs),
     }
 }
 
@@ -467,6 +497,7 @@ pub fn run_pair(
                 events: 0,
                 stats: None,
                 mlp: None,
+                outputs: None,
             })
         }
     }
@@ -474,7 +505,7 @@ pub fn run_pair(
 
 /// Runs every (system, workload) pair; `progress` hears about each pair as it ends.
 pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
-    let seeds = SeedTree::new(exp.file.experiment.seed);
+    let seeds = exp.seeds();
     let mut out = Vec::new();
     for spec in &exp.file.workload {
         let inst = EmbeddingBagInstance::generate(spec, &seeds);

@@ -3,6 +3,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use dae_sim::config::Document;
+use dae_sim::dump::{self, DumpOptions};
 use dae_sim::experiment::{self, Experiment, Overrides};
 use dae_sim::mem_frontend;
 use dae_sim::report;
@@ -16,6 +17,8 @@ const EXAMPLES: &str = "\
 Examples:
   dae-sim --config configs/h100-vs-dae.toml            run an experiment: table + out/<name>/results.json
   dae-sim --config configs/h100-vs-dae.toml --seed 7   same experiment, other random indices
+  dae-sim --config configs/h100-vs-dae.toml --dump-outputs out/npy --dump-inputs
+                                                       also write outputs and inputs as .npy files
   dae-sim compile --workload configs/workloads/emb-small.toml --emit au
   dae-sim bench engine                                 events per second of the simulation engine";
 
@@ -60,6 +63,14 @@ struct RunArgs {
     /// Print only the table.
     #[arg(long)]
     quiet: bool,
+    /// Write every simulated output tensor as DIR/<workload>/<system>/output.npy (NumPy, f32,
+    /// bags x dim).
+    #[arg(long, value_name = "DIR")]
+    dump_outputs: Option<PathBuf>,
+    /// With --dump-outputs, also write each workload's inputs (offsets, indices, bag tables and
+    /// the table rows they touch) into DIR/<workload>/inputs/.
+    #[arg(long, requires = "dump_outputs")]
+    dump_inputs: bool,
 }
 
 #[derive(Args, Debug)]
@@ -85,15 +96,34 @@ struct CompileArgs {
     /// Seed of the workload's indices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// What to print.
+    /// Optimization level (Ember's emb-opt0..3).
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    opt_level: u8,
+    /// Comma-separated passes to run instead of the level's (decouple, vectorize, bufferize,
+    /// simplify-mem, align-queues).
+    #[arg(long, value_name = "LIST")]
+    passes: Option<String>,
+    /// What to print: an IR level or a target program.
     #[arg(long, value_enum, default_value_t = Emit::All)]
     emit: Emit,
+    /// Print the IR after every pass (of the chosen core).
+    #[arg(long)]
+    print_after_all: bool,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Emit {
+    /// The loop level (before partitioning).
+    Loop,
+    /// SLC after the passes.
+    Slc,
+    /// DLC.
+    Dlc,
+    /// The access-unit program.
     Au,
+    /// The core program.
     Core,
+    /// Every stage.
     All,
 }
 
@@ -193,6 +223,10 @@ fn run(args: &RunArgs) -> Result<bool> {
     };
     let overrides = Overrides { seed: args.seed, out: args.out.clone() };
     let exp = Experiment::load(config, &overrides)?;
+    let dump = args.dump_outputs.clone().map(|dir| DumpOptions { dir, inputs: args.dump_inputs });
+    if let Some(d) = &dump {
+        dump::check(&exp, d).context("--dump-outputs")?;
+    }
     let pairs = exp.systems.len() * exp.file.workload.len();
     let mut done = 0;
     let outcomes = experiment::run(&exp, |o| {
@@ -217,6 +251,15 @@ fn run(args: &RunArgs) -> Result<bool> {
     if !args.quiet {
         eprintln!("results: {}", path.display());
     }
+    // After results.json, so a dump that fails loses no results; its error comes last.
+    let dumped = match &dump {
+        Some(d) => dump::dump(&exp, &outcomes, d).map(|files| {
+            if !args.quiet {
+                eprintln!("dumped {} .npy files under {}", files.len(), d.dir.display());
+            }
+        }),
+        None => Ok(()),
+    };
     let ok = outcomes.iter().all(|o| matches!(&o.result, Ok(m) if !matches!(m.verified, Some(Err(_)))));
     for o in &outcomes {
         match &o.result {
@@ -231,6 +274,7 @@ fn run(args: &RunArgs) -> Result<bool> {
             }
         }
     }
+    dumped.context("--dump-outputs")?;
     Ok(ok)
 }
 
@@ -239,22 +283,69 @@ fn compile(args: &CompileArgs) -> Result<()> {
     let spec: compiler::WorkloadSpec = doc.deserialize()?;
     let spec = spec.resolved().map_err(|e| doc.error_at(e.field, e.message.clone()))?;
     let inst = compiler::EmbeddingBagInstance::generate(&spec, &SeedTree::new(args.seed));
+    let passes = match &args.passes {
+        Some(list) => compiler::Passes::parse(list).map_err(|e| anyhow!("--passes: {e}"))?,
+        None => compiler::Passes::level(args.opt_level)
+            .ok_or_else(|| anyhow!("-O{}: no such level", args.opt_level))?,
+    };
     let target = compiler::TargetInfo {
         target: if args.core_only { compiler::Target::CoreOnly } else { compiler::Target::Decoupled },
         cores: args.cores,
         vector_lanes: args.lanes,
         au_lanes: args.au_lanes,
+        passes,
     };
-    let compiled = compiler::compile(&spec, inst, target)?;
-    let job = compiled
-        .jobs
-        .get(args.core_index)
-        .ok_or_else(|| anyhow!("--core-index {} is not below --cores {}", args.core_index, args.cores))?;
-    if let (Emit::Au | Emit::All, Some(au)) = (args.emit, &job.au) {
-        print!("{au}");
+    if args.core_index >= args.cores as usize {
+        bail!("--core-index {} is not below --cores {}", args.core_index, args.cores);
     }
-    if let Emit::Core | Emit::All = args.emit {
-        print!("{}", exec_core::print(&job.core));
+    let mut stages = compiler::Stages::default();
+    let compiled = compiler::compile_with_stages(&spec, inst, target, Some(&mut stages));
+    let empty = Vec::new();
+    let core = stages.cores.get(args.core_index).unwrap_or(&empty);
+    if let Err(e) = compiled {
+        // What was built before the failure shows where it failed.
+        if args.print_after_all {
+            for (name, text) in core {
+                println!("// ----- after {name} -----");
+                print!("{text}");
+            }
+        }
+        return Err(e).with_context(|| format!("compiling {}", args.workload.display()));
+    }
+    let stage = |name: &str| core.iter().rev().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
+    if args.print_after_all {
+        for (name, text) in core {
+            println!("// ----- after {name} -----");
+            print!("{text}");
+        }
+        return Ok(());
+    }
+    let wanted: &[&str] = match args.emit {
+        Emit::Loop => {
+            print!("{}", stages.loop_level);
+            return Ok(());
+        }
+        Emit::Slc => &["slc"],
+        Emit::Dlc => &["dlc"],
+        Emit::Au => &["au"],
+        Emit::Core => &["core"],
+        Emit::All => &["partition", "slc", "dlc", "au", "core"],
+    };
+    for name in wanted {
+        match stage(name) {
+            Some(text) => {
+                if args.emit == Emit::All {
+                    println!("// ----- {name} -----");
+                }
+                print!("{text}");
+            }
+            None if args.emit != Emit::All => {
+                bail!(
+                    "no {name} stage: a core-only target or a pass list without decouple stops at the loop level"
+                )
+            }
+            None => {}
+        }
     }
     Ok(())
 }

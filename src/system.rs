@@ -145,6 +145,8 @@ pub struct DaeSystem {
     pub core: CoreConfig,
     /// f32 lanes per vector register.
     pub vector_lanes: u32,
+    /// The compiler passes its programs get.
+    pub passes: compiler::Passes,
     /// The access unit, if the chip has them.
     pub access_unit: Option<AccessUnitSpec>,
     /// Where access units attach.
@@ -166,6 +168,7 @@ impl DaeSystem {
             cores: self.cores,
             vector_lanes: self.vector_lanes,
             au_lanes: self.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
+            passes: self.passes,
         }
     }
 
@@ -196,6 +199,9 @@ pub struct RunResult {
     pub lookup_latency: Histogram<u64>,
     /// Whether every output element equals the reference (the first mismatch otherwise).
     pub verified: Result<(), String>,
+    /// The simulated output tensor, `bags x dim` f32 in row-major order, assembled from every
+    /// core's output rows (what `--dump-outputs` writes).
+    pub outputs: Vec<f32>,
     /// Events the engine processed.
     pub events: u64,
     /// Every statistic of the run.
@@ -485,9 +491,14 @@ pub fn run(
 
     let dim = w.spec.dim as usize;
     let mut verified = Ok(());
+    let mut outputs = vec![0.0f32; w.spec.bags() as usize * dim];
     for ((name, id), job) in cores.iter().zip(&w.jobs) {
         let Some(Node::Core(c)) = e.component(*id) else { continue };
         let lo = job.bags.start as usize * dim;
+        if let Some(dst) = outputs.get_mut(lo..) {
+            let n = dst.len().min(c.outputs().len()).min(job.output_elems as usize);
+            dst[..n].copy_from_slice(&c.outputs()[..n]);
+        }
         let expect = reference.get(lo..lo + job.output_elems as usize).unwrap_or(&[]);
         if let Some(k) =
             (0..expect.len()).find(|&k| c.outputs().get(k).map(|v| v.to_bits()) != Some(expect[k].to_bits()))
@@ -540,6 +551,7 @@ pub fn run(
         issued_requests,
         lookup_latency,
         verified,
+        outputs,
         events: summary.events,
         stats: stats.to_json(),
     })

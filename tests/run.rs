@@ -85,13 +85,23 @@ fn help_shows_an_example() {
 }
 
 #[test]
-fn compile_prints_both_programs() {
+fn compile_prints_every_stage_and_each_level_alone() {
     let wl = common::configs().join("workloads/emb-small.toml");
     let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "--cores", "2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.starts_with(".au\ntu t0 = dense 0..16 broadcast\n"), "{text}");
+    for stage in ["partition", "slc", "dlc", "au", "core"] {
+        assert!(text.contains(&format!("// ----- {stage} -----\n")), "{stage}: {text}");
+    }
+    assert!(text.contains("// ----- au -----\n.au\ntu t0 = dense 0..16 broadcast\n"), "{text}");
     assert!(text.contains("load.row 256") && text.contains("pop_control r1"), "{text}");
+    let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "-O0", "--emit", "slc"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("func @emb-small : slc {\n") && text.contains("slc.on_iter"), "{text}");
+    let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "--passes", "decouple,warp"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown pass `warp`"), "{err}");
 }
 
 #[test]

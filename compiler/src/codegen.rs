@@ -1,27 +1,32 @@
-//! Code generation: an EmbeddingBag to per-core access-unit and core programs.
+//! The compilation pipeline: a workload to per-core access-unit and core programs.
 //!
-//! Work is partitioned across cores as contiguous ranges of bags of nearly equal cost (lookups
-//! plus one per bag, so skewed bags such as a power-law graph's in-neighbour lists balance). For
-//! a decoupled target each core gets an access-unit program (a dense TU over its bags, a range
-//! TU over each bag's CSR slice, chained index and row loads, callbacks at bag begin, per
-//! lookup and at bag end) and a core program that dispatches on control ids and accumulates the
-//! marshaled rows in vector registers. For a core-only target the core runs the same loop nest
-//! itself, with its own loads: the loop-level program of the baseline CPU. This is the
-//! unoptimized lowering (one callback per lookup, induction values marshaled through the queue);
-//! the optimization ladder of Ember (vectorization, bufferization, queue alignment) comes with
-//! the full pipeline.
+//! The front end lowers the workload to the loop level ([`crate::frontend`]). Work is
+//! partitioned across cores as contiguous ranges of bags of nearly equal cost (lookups plus one
+//! per bag, so skewed bags such as a power-law graph's in-neighbour lists balance): each core's
+//! function is the loop nest over its range. For a decoupled target the enabled passes
+//! ([`crate::passes`]) then run in order (decouple to SLC, vectorize, bufferize, simplify-mem,
+//! align-queues), SLC lowers to DLC, and DLC maps onto the access unit and the core's dispatch
+//! loop ([`crate::target`]). For a core-only target the core runs the loop level itself, with
+//! its own loads, after vectorize and simplify-mem. Every stage's text can be recorded
+//! ([`Stages`]) for `dae-sim compile --emit` and `--print-after-all`.
 
 use crate::embedding_bag::EmbeddingBagInstance;
+use crate::frontend;
+use crate::ir::{Arg, Func, MemId, text, verify};
 use crate::layout::{DataRegion, Layout};
+use crate::passes::{
+    Pass, PassError, Passes, align, bufferize, dce, decouple, simplify_mem, to_dlc, vectorize,
+};
 use crate::workload::{WorkloadError, WorkloadSpec};
 use access_unit::AuProgram;
 use exec_core::CoreProgram;
-use std::fmt::Write;
+use std::collections::HashMap;
 use std::ops::Range;
 use thiserror::Error;
 
-/// Widest row this code generator keeps in registers: 16 accumulators of 16 f32.
-pub const MAX_DIM: u32 = 256;
+/// Widest row a workload may have (bufferized rows are marshaled whole; this bounds a row to
+/// 16 KiB).
+pub const MAX_DIM: u32 = 4096;
 
 /// Where the lookups run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,9 +46,11 @@ pub struct TargetInfo {
     pub cores: u32,
     /// f32 lanes of a vector register.
     pub vector_lanes: u32,
-    /// Lanes of the access unit (decoupled targets): lookups of one bag advance in lockstep
-    /// over them, under a broadcast layer of bags. 1 keeps both levels single-lane.
+    /// Lanes of the access unit (decoupled targets): the innermost loop advances in lockstep
+    /// over them, under a broadcast layer. 1 keeps every level single-lane.
     pub au_lanes: u32,
+    /// The passes to run.
+    pub passes: Passes,
 }
 
 /// The programs and data of one core.
@@ -85,6 +92,12 @@ pub enum CompileError {
     /// The target is unusable.
     #[error("target: {0}")]
     Target(String),
+    /// A pass could not transform the program.
+    #[error(transparent)]
+    Pass(#[from] PassError),
+    /// The program needs more than the target has (registers, traversal units, streams).
+    #[error("resources: {0}")]
+    Resources(String),
     /// Generated code failed to parse or verify (a compiler bug, reported rather than hidden).
     #[error("internal: generated {what} program is invalid: {message}")]
     Internal {
@@ -122,11 +135,31 @@ pub fn partition_by_cost(offsets: &[u32], parts: u32) -> Vec<Range<u64>> {
     ranges
 }
 
+/// The text of each stage of one compilation, for `--emit` and `--print-after-all`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stages {
+    /// The loop level, before partitioning.
+    pub loop_level: String,
+    /// Per core: `(stage, text)` after partitioning, after each pass that ran, and the targets
+    /// (`slc`, `dlc`, `au`, `core`).
+    pub cores: Vec<Vec<(String, String)>>,
+}
+
 /// Compiles `spec` with inputs `inst` for `target`.
 pub fn compile(
     spec: &WorkloadSpec,
     inst: EmbeddingBagInstance,
     target: TargetInfo,
+) -> Result<CompiledWorkload, CompileError> {
+    compile_with_stages(spec, inst, target, None)
+}
+
+/// Like [`compile`], recording the text of every stage in `stages`.
+pub fn compile_with_stages(
+    spec: &WorkloadSpec,
+    inst: EmbeddingBagInstance,
+    target: TargetInfo,
+    mut stages: Option<&mut Stages>,
 ) -> Result<CompiledWorkload, CompileError> {
     spec.validate()?;
     if target.cores == 0 {
@@ -135,32 +168,35 @@ pub fn compile(
     if !(1..=64).contains(&target.vector_lanes) {
         return Err(CompileError::Target(format!("vector lanes {} outside 1..=64", target.vector_lanes)));
     }
-    let accumulators = spec.dim.div_ceil(target.vector_lanes);
-    if accumulators > 16 {
-        return Err(CompileError::Target(format!(
-            "dim {} needs {accumulators} vector accumulators of {} lanes; at most 16 fit",
-            spec.dim, target.vector_lanes
-        )));
+    if inst.offsets.len() as u64 != spec.bags() + 1 || inst.weights.is_some() != spec.weights {
+        return Err(CompileError::Internal {
+            what: "instance",
+            message: format!(
+                "{} offsets for {} bags, or weights that the workload does not declare",
+                inst.offsets.len(),
+                spec.bags()
+            ),
+        });
     }
     let layout = Layout::plan(spec, &inst);
     let regions = layout.regions(spec, &inst);
-    let mut jobs = Vec::new();
-    if inst.offsets.len() as u64 != spec.bags() + 1 {
-        return Err(CompileError::Internal {
-            what: "instance",
-            message: format!("{} offsets for {} bags", inst.offsets.len(), spec.bags()),
-        });
+    let loop_fn = frontend::lower(spec, inst.indices.len() as u64);
+    check(&loop_fn, "loop level")?;
+    let bases = bases(&loop_fn, &layout);
+    if let Some(s) = stages.as_deref_mut() {
+        s.loop_level = text::print(&loop_fn);
     }
+    let mut jobs = Vec::new();
     for bags in partition_by_cost(&inst.offsets, target.cores) {
-        let (au, core_text) = match target.target {
-            Target::Decoupled => (
-                Some(au_program(spec, &layout, &bags, target.au_lanes)?),
-                dae_core_text(spec, &layout, target.vector_lanes),
-            ),
-            Target::CoreOnly => (None, loop_core_text(spec, &layout, &bags, target.vector_lanes)),
-        };
+        let mut record: Vec<(String, String)> = Vec::new();
+        let lowered = lower_core(&loop_fn, &bags, target, &bases, &mut record);
+        // The stages so far are kept even when a later one fails: they show where.
+        if let Some(s) = stages.as_deref_mut() {
+            s.cores.push(record);
+        }
+        let (au, core_text) = lowered?;
         let core = exec_core::parse(&core_text)
-            .map_err(|e| CompileError::Internal { what: "core", message: e.to_string() })?;
+            .map_err(|e| CompileError::Internal { what: "core", message: format!("{e}\n{core_text}") })?;
         let output_base = layout.output + bags.start * spec.row_bytes();
         let output_elems = (bags.end - bags.start) * spec.dim as u64;
         jobs.push(CoreJob { bags, au, core, output_base, output_elems });
@@ -168,119 +204,88 @@ pub fn compile(
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
 }
 
-fn au_program(
-    spec: &WorkloadSpec,
-    l: &Layout,
+/// Verifies a stage's function; a failure is a compiler bug.
+fn check(f: &Func, stage: &'static str) -> Result<(), CompileError> {
+    verify::verify(f)
+        .map_err(|e| CompileError::Internal { what: stage, message: format!("{e}\n{}", text::print(f)) })
+}
+
+/// Byte addresses of the loop function's memories.
+fn bases(f: &Func, l: &Layout) -> HashMap<MemId, u64> {
+    let mut b = HashMap::new();
+    for (name, addr) in [
+        (frontend::OFFSETS, Some(l.offsets)),
+        (frontend::INDICES, Some(l.indices)),
+        (frontend::WEIGHTS, l.weights),
+        (frontend::TABLES, Some(l.tables)),
+        (frontend::OUT, Some(l.output)),
+    ] {
+        if let (Some(m), Some(a)) = (f.mem_named(name), addr) {
+            b.insert(m, a);
+        }
+    }
+    b
+}
+
+/// The loop function restricted to bags `bags` (its root loop's bounds).
+fn restrict(f: &Func, bags: &Range<u64>) -> Func {
+    let mut g = f.clone();
+    if let Some(root) = g.body.first_mut() {
+        root.args[0] = Arg::Int(bags.start as i64);
+        root.args[1] = Arg::Int(bags.end as i64);
+    }
+    g
+}
+
+/// One core's programs: the passes, then the targets.
+fn lower_core(
+    loop_fn: &Func,
     bags: &Range<u64>,
-    au_lanes: u32,
-) -> Result<AuProgram, CompileError> {
-    let rb = spec.row_bytes();
-    // Bags broadcast over the lanes, a bag's lookups in lockstep across them (the TMU's
-    // layout for embedding bags); a single-lane unit keeps both levels single.
-    let (outer, inner) = if au_lanes >= 2 {
-        (" broadcast".to_string(), format!(" lockstep {au_lanes}"))
-    } else {
-        Default::default()
+    target: TargetInfo,
+    bases: &HashMap<MemId, u64>,
+    record: &mut Vec<(String, String)>,
+) -> Result<(Option<AuProgram>, String), CompileError> {
+    let p = target.passes;
+    let vl = target.vector_lanes;
+    let mut f = restrict(loop_fn, bags);
+    record.push(("partition".into(), text::print(&f)));
+    let step = |mut f: Func, pass: Pass, record: &mut Vec<(String, String)>| -> Result<Func, CompileError> {
+        dce::dce(&mut f);
+        check(&f, pass.name())?;
+        record.push((pass.name().into(), text::print(&f)));
+        Ok(f)
     };
-    let text = format!(
-        "\
-.au
-tu t0 = dense {g0}..{g1}{outer}
-tu t1 = range s1..s2 in t0{inner}
-s0 = ite t0
-s1 = load.u32 [{off:#x} + s0 * 4] in t0
-s2 = load.u32 [{off1:#x} + s0 * 4] in t0
-s3 = alu.div s0, {batch} in t0
-s4 = alu.mul s3, {rows} in t0
-s5 = ite t1
-s6 = load.u32 [{ind:#x} + s5 * 4] in t1
-s7 = alu.add s6, s4 in t1
-s8 = load.row {rb} [{tab:#x} + s7 * {rb}] in t1 !lookup
-on t1 begin -> 0
-on t1 iter -> 1 (s8)
-on t1 end -> 2 (s0)
-on t0 end -> 3
-",
-        g0 = bags.start,
-        g1 = bags.end,
-        off = l.offsets,
-        off1 = l.offsets + 4,
-        batch = spec.batch.max(1),
-        rows = spec.rows,
-        ind = l.indices,
-        tab = l.tables,
-    );
-    access_unit::parse(&text)
-        .map_err(|e| CompileError::Internal { what: "access-unit", message: e.to_string() })
-}
-
-/// Chunks of a row: (byte offset, lanes) per vector register.
-fn chunks(spec: &WorkloadSpec, lanes: u32) -> Vec<(u64, u32)> {
-    (0..spec.dim.div_ceil(lanes))
-        .map(|i| (i as u64 * lanes as u64 * 4, (spec.dim - i * lanes).min(lanes)))
-        .collect()
-}
-
-/// The decoupled core's compute loop: dispatch on control ids from the output queue.
-fn dae_core_text(spec: &WorkloadSpec, l: &Layout, lanes: u32) -> String {
-    let c = chunks(spec, lanes);
-    let mut t = format!(
-        ".core lanes={lanes}\nloop:\n    pop_control r1\n    switch r1, [begin, iter, end, done]\nbegin:\n"
-    );
-    for i in 0..c.len() {
-        let _ = writeln!(t, "    vzero v{i}");
+    if target.target == Target::CoreOnly || !p.has(Pass::Decouple) {
+        if p.has(Pass::Vectorize) {
+            f = step(vectorize::vectorize(&f, vl), Pass::Vectorize, record)?;
+        }
+        if p.has(Pass::SimplifyMem) {
+            f = step(simplify_mem::simplify_mem(&f), Pass::SimplifyMem, record)?;
+        }
+        let core = crate::target::loop_core_text(&f, bases, vl).map_err(CompileError::Resources)?;
+        record.push(("core".into(), core.clone()));
+        return Ok((None, core));
     }
-    t.push_str("    jmp loop\niter:\n    pop_operand r2\n");
-    // All loads first, then the adds: an in-order core would otherwise wait on each chunk.
-    for (i, &(off, n)) in c.iter().enumerate() {
-        let _ = writeln!(t, "    vldq v{}, [r2 + {off}], {n}", 16 + i);
+    f = step(decouple::decouple(&f)?, Pass::Decouple, record)?;
+    if p.has(Pass::Vectorize) {
+        f = step(vectorize::vectorize(&f, vl), Pass::Vectorize, record)?;
     }
-    for i in 0..c.len() {
-        let _ = writeln!(t, "    vadd v{i}, v{i}, v{}", 16 + i);
+    if p.has(Pass::Bufferize) {
+        f = step(bufferize::bufferize(&f), Pass::Bufferize, record)?;
     }
-    let _ = write!(t, "    jmp loop\nend:\n    pop_operand r3\n    muli r4, r3, {}\n", spec.row_bytes());
-    for (i, &(off, n)) in c.iter().enumerate() {
-        let _ = writeln!(t, "    vst v{i}, [r4 + {}], {n}", l.output + off);
+    if p.has(Pass::SimplifyMem) {
+        f = step(simplify_mem::simplify_mem(&f), Pass::SimplifyMem, record)?;
     }
-    t.push_str("    jmp loop\ndone:\n    halt\n");
-    t
-}
-
-/// The core-only loop nest: the core loads offsets, indices and rows itself.
-fn loop_core_text(spec: &WorkloadSpec, l: &Layout, bags: &Range<u64>, lanes: u32) -> String {
-    let c = chunks(spec, lanes);
-    let rb = spec.row_bytes();
-    let mut t = format!(
-        ".core lanes={lanes}\n    li r1, {}\n    li r2, {}\nouter:\n    bge r1, r2, done\n    muli r3, r1, 4\n    \
-         ld.u32 r4, [r3 + {}]\n    ld.u32 r5, [r3 + {}]\n    divi r6, r1, {}\n    muli r6, r6, {}\n",
-        bags.start,
-        bags.end,
-        l.offsets,
-        l.offsets + 4,
-        spec.batch.max(1),
-        spec.rows
-    );
-    for i in 0..c.len() {
-        let _ = writeln!(t, "    vzero v{i}");
+    if p.has(Pass::AlignQueues) {
+        f = step(align::align_queues(&f), Pass::AlignQueues, record)?;
     }
-    let _ = write!(
-        t,
-        "inner:\n    bge r4, r5, store\n    muli r7, r4, 4\n    ld.u32 r8, [r7 + {}]\n    add r8, r8, r6\n    \
-         muli r9, r8, {rb}\n",
-        l.indices
-    );
-    // The row's first load stands for the lookup: its latency is the lookup latency.
-    for (i, &(off, n)) in c.iter().enumerate() {
-        let tag = if i == 0 { " !lookup" } else { "" };
-        let _ = writeln!(t, "    vld v{}, [r9 + {}], {n}{tag}", 16 + i, l.tables + off);
-    }
-    for i in 0..c.len() {
-        let _ = writeln!(t, "    vadd v{i}, v{i}, v{}", 16 + i);
-    }
-    let _ = write!(t, "    addi r4, r4, 1\n    jmp inner\nstore:\n    muli r10, r1, {rb}\n");
-    for (i, &(off, n)) in c.iter().enumerate() {
-        let _ = writeln!(t, "    vst v{i}, [r10 + {}], {n}", l.output + off);
-    }
-    t.push_str("    addi r1, r1, 1\n    jmp outer\ndone:\n    halt\n");
-    t
+    record.push(("slc".into(), text::print(&f)));
+    let dlc = to_dlc::slc_to_dlc(&f)?;
+    check(&dlc, "dlc")?;
+    record.push(("dlc".into(), text::print(&dlc)));
+    let au = crate::target::au::au_program(&dlc, bases, target.au_lanes).map_err(CompileError::Resources)?;
+    record.push(("au".into(), au.to_string()));
+    let core = crate::target::dlc_core_text(&dlc, bases, vl).map_err(CompileError::Resources)?;
+    record.push(("core".into(), core.clone()));
+    Ok((Some(au), core))
 }

@@ -9,17 +9,20 @@
 //! order of accumulation and simulated outputs must equal the reference bit for bit.
 
 use crate::indices::IndexGenerator;
-use crate::workload::WorkloadSpec;
+use crate::workload::{Pooling, WorkloadSpec};
 use sim_core::SeedTree;
 use sim_core::procedural::{column_key, keyed_value};
 
 /// Inputs of one EmbeddingBag run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EmbeddingBagInstance {
     /// CSR offsets over all bags of all tables (`bags + 1` entries).
     pub offsets: Vec<u32>,
     /// Row id of every lookup, per table.
     pub indices: Vec<u32>,
+    /// Per-lookup weights (when the workload has them): multiples of 1/8 in 1/8..=2, so that
+    /// weighted rows stay exact in f32.
+    pub weights: Option<Vec<f32>>,
     /// Seed of the procedural table contents.
     pub table_seed: u64,
 }
@@ -36,7 +39,8 @@ impl EmbeddingBagInstance {
             let bags = (spec.batch as usize).min(csr.offsets.len() - 1);
             csr.offsets.truncate(bags + 1);
             csr.sources.truncate(csr.offsets[bags] as usize);
-            return Self { offsets: csr.offsets, indices: csr.sources, table_seed };
+            let weights = spec.weights.then(|| draw_weights(csr.sources.len(), &mut tree.stream("weights")));
+            return Self { offsets: csr.offsets, indices: csr.sources, weights, table_seed };
         }
         let dist = spec.indices.unwrap_or(crate::workload::IndexDistribution::Uniform);
         let mut offsets = Vec::with_capacity(spec.bags() as usize + 1);
@@ -51,10 +55,14 @@ impl EmbeddingBagInstance {
                 offsets.push(indices.len() as u32);
             }
         }
-        Self { offsets, indices, table_seed }
+        let weights = spec.weights.then(|| draw_weights(indices.len(), &mut tree.stream("weights")));
+        Self { offsets, indices, weights, table_seed }
     }
 
-    /// The reference output: `bags x dim` f32, row-major.
+    /// The reference output: `bags x dim` f32, row-major, computed as the compiled loop nest
+    /// does (see `crate::frontend`): lookups folded in bag order, one rounding per multiply and
+    /// per add; mean scales by the reciprocal of the length; max starts at `f32::MIN` (0 for an
+    /// empty bag).
     pub fn reference(&self, spec: &WorkloadSpec) -> Vec<f32> {
         let dim = spec.dim as usize;
         let mut out = vec![0.0f32; spec.bags() as usize * dim];
@@ -67,14 +75,30 @@ impl EmbeddingBagInstance {
                 keys = (0..spec.dim).map(|k| column_key(self.table_seed, table, k)).collect();
                 keyed_table = Some(table);
             }
+            let (lo, hi) = (self.offsets[g], self.offsets[g + 1]);
             let acc = &mut out[g * dim..(g + 1) * dim];
-            for j in self.offsets[g]..self.offsets[g + 1] {
+            if spec.pooling == Pooling::Max && hi > lo {
+                acc.fill(f32::MIN);
+            }
+            for j in lo..hi {
                 let row = self.indices[j as usize] as u64;
+                let w = self.weights.as_ref().map(|w| w[j as usize]);
                 for (a, &key) in acc.iter_mut().zip(&keys) {
-                    *a += keyed_value(key, row);
+                    let x = keyed_value(key, row);
+                    let x = w.map_or(x, |w| w * x);
+                    *a = if spec.pooling == Pooling::Max { a.max(x) } else { *a + x };
                 }
+            }
+            if spec.pooling == Pooling::Mean {
+                let scale = 1.0 / (hi - lo).max(1) as f32;
+                acc.iter_mut().for_each(|a| *a *= scale);
             }
         }
         out
     }
+}
+
+/// `n` weights, multiples of 1/8 in 1/8..=2.
+fn draw_weights(n: usize, rng: &mut impl rand::Rng) -> Vec<f32> {
+    (0..n).map(|_| (rng.next_u64() % 16 + 1) as f32 / 8.0).collect()
 }

@@ -41,6 +41,8 @@ pub struct Layout {
     pub offsets: u64,
     /// Row ids.
     pub indices: u64,
+    /// Per-lookup weights (f32), if the workload has them.
+    pub weights: Option<u64>,
     /// Table 0; table `t` starts `t * rows * row_bytes` later.
     pub tables: u64,
     /// Output rows, one per bag.
@@ -48,6 +50,8 @@ pub struct Layout {
 }
 
 const PAGE: u64 = 4096;
+/// Bytes after the last table a chunked read may touch (the widest vector, 64 lanes of f32).
+const TAIL_SLACK: u64 = 256;
 
 fn align(x: u64, to: u64) -> u64 {
     x.div_ceil(to) * to
@@ -55,14 +59,21 @@ fn align(x: u64, to: u64) -> u64 {
 
 impl Layout {
     /// Places the arrays of `spec` with inputs `inst` one after another on page boundaries,
-    /// from 1 MiB (sized by the instance: GNN bags differ in size).
+    /// from 1 MiB (sized by the instance: GNN bags differ in size). The tables are followed by
+    /// unused bytes a chunked read past a row's end may touch; the table regions themselves
+    /// end with the last row.
     pub fn plan(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Self {
         let offsets = 1 << 20;
         let indices = align(offsets + inst.offsets.len().max(1) as u64 * 4, PAGE);
-        let tables = align(indices + inst.indices.len().max(1) as u64 * 4, PAGE);
+        let after_indices = align(indices + inst.indices.len().max(1) as u64 * 4, PAGE);
+        let (weights, tables) = match &inst.weights {
+            Some(w) => (Some(after_indices), align(after_indices + w.len().max(1) as u64 * 4, PAGE)),
+            None => (None, after_indices),
+        };
         let table_bytes = spec.rows * spec.row_bytes();
-        let output = align(tables + spec.tables as u64 * table_bytes, PAGE);
-        Self { offsets, indices, tables, output }
+        // A vector stream's last chunk of a row may read up to a vector past the row's end.
+        let output = align(tables + spec.tables as u64 * table_bytes + TAIL_SLACK, PAGE);
+        Self { offsets, indices, weights, tables, output }
     }
 
     /// The regions of this layout filled with `inst`'s data.
@@ -87,6 +98,18 @@ impl Layout {
                 }),
             },
         ];
+        if let (Some(base), Some(w)) = (self.weights, &inst.weights) {
+            r.push(DataRegion {
+                name: "weights".into(),
+                base,
+                size: w.len().max(1) as u64 * 4,
+                contents: Contents::Words(if w.is_empty() {
+                    vec![0]
+                } else {
+                    w.iter().map(|x| x.to_bits()).collect()
+                }),
+            });
+        }
         for t in 0..spec.tables {
             r.push(DataRegion {
                 name: format!("table{t}"),

@@ -10,13 +10,21 @@
 
 pub mod codegen;
 pub mod embedding_bag;
+pub mod frontend;
 pub mod graph;
 pub mod indices;
+pub mod ir;
 pub mod layout;
+pub mod passes;
+pub mod target;
 pub mod workload;
 
-pub use codegen::{CompileError, CompiledWorkload, CoreJob, Target, TargetInfo, compile, partition_by_cost};
+pub use codegen::{
+    CompileError, CompiledWorkload, CoreJob, Stages, Target, TargetInfo, compile, compile_with_stages,
+    partition_by_cost,
+};
 pub use embedding_bag::EmbeddingBagInstance;
 pub use graph::{Csr, GraphSpec};
 pub use layout::{Contents, DataRegion, Layout};
+pub use passes::{Pass, Passes};
 pub use workload::{Dtype, IndexDistribution, Op, Pooling, WorkloadError, WorkloadSpec};

@@ -117,6 +117,11 @@ pub struct WorkloadSpec {
     /// Lookups per bag (the graph's mean in-degree, for GNN aggregation, where bags differ).
     #[serde(default)]
     pub bag_size: u32,
+    /// Per-lookup weights (PyTorch's `per_sample_weights`; edge weights for GNN aggregation):
+    /// each lookup's row is scaled by its weight before the sum. Sum pooling only, as in
+    /// PyTorch.
+    #[serde(default)]
+    pub weights: bool,
     /// How indices are drawn (embedding bags only).
     #[serde(default)]
     pub indices: Option<IndexDistribution>,
@@ -197,10 +202,10 @@ impl WorkloadSpec {
 
     /// Checks the values the code generator relies on (of a [`WorkloadSpec::resolved`] spec).
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        if self.pooling != Pooling::Sum {
+        if self.weights && self.pooling != Pooling::Sum {
             return Err(bad(
-                "pooling",
-                format!("{:?} pooling is not supported yet; use \"sum\"", self.pooling),
+                "weights",
+                format!("per-lookup weights need pooling = \"sum\" (as in PyTorch), not {:?}", self.pooling),
             ));
         }
         if self.dtype != Dtype::F32 {

@@ -1,7 +1,7 @@
 //! Code generation: partitioning, generated programs, reference semantics, bad workloads.
 
 use compiler::{
-    EmbeddingBagInstance, IndexDistribution, Op, Pooling, Target, TargetInfo, WorkloadSpec, compile,
+    EmbeddingBagInstance, IndexDistribution, Op, Passes, Pooling, Target, TargetInfo, WorkloadSpec, compile,
     partition_by_cost,
 };
 use sim_core::SeedTree;
@@ -18,6 +18,7 @@ fn spec() -> WorkloadSpec {
         dtype: compiler::Dtype::F32,
         batch: 5,
         bag_size: 4,
+        weights: false,
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
     }
@@ -91,8 +92,12 @@ fn generated_programs_round_trip_through_their_text_forms() {
     let s = spec();
     let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(3));
     for target in [Target::Decoupled, Target::CoreOnly] {
-        let c = compile(&s, inst.clone(), TargetInfo { target, cores: 4, vector_lanes: 16, au_lanes: 8 })
-            .unwrap();
+        let c = compile(
+            &s,
+            inst.clone(),
+            TargetInfo { target, cores: 4, vector_lanes: 16, au_lanes: 8, passes: Passes::default() },
+        )
+        .unwrap();
         assert_eq!(c.jobs.len(), 4);
         for job in &c.jobs {
             let text = exec_core::print(&job.core);
@@ -101,8 +106,8 @@ fn generated_programs_round_trip_through_their_text_forms() {
             if let Some(au) = &job.au {
                 assert_eq!(access_unit::parse(&au.to_string()).unwrap(), *au);
             }
-            // dim 20 with 16 lanes: a full and a 4-lane chunk.
-            assert!(text.contains(", 16") && text.contains(", 4"), "{text}");
+            // dim 20 with 16 lanes: two 10-lane chunks that tile the row.
+            assert!(text.contains(", 10") && !text.contains(", 16"), "{text}");
         }
     }
 }
@@ -110,11 +115,17 @@ fn generated_programs_round_trip_through_their_text_forms() {
 #[test]
 fn unusable_workloads_and_targets_name_the_field() {
     let inst = EmbeddingBagInstance::generate(&spec(), &SeedTree::new(3));
-    let info = TargetInfo { target: Target::Decoupled, cores: 2, vector_lanes: 16, au_lanes: 8 };
-    let wide = WorkloadSpec { dim: 300, ..spec() };
-    assert_eq!(compile(&wide, inst.clone(), info).unwrap_err().to_string(), "dim: 300 is outside 1..=256");
-    let mean = WorkloadSpec { pooling: Pooling::Mean, ..spec() };
-    assert!(compile(&mean, inst.clone(), info).unwrap_err().to_string().starts_with("pooling: "));
+    let info = TargetInfo {
+        target: Target::Decoupled,
+        cores: 2,
+        vector_lanes: 16,
+        au_lanes: 8,
+        passes: Passes::default(),
+    };
+    let wide = WorkloadSpec { dim: 5000, ..spec() };
+    assert_eq!(compile(&wide, inst.clone(), info).unwrap_err().to_string(), "dim: 5000 is outside 1..=4096");
+    let weighted_max = WorkloadSpec { pooling: Pooling::Max, weights: true, ..spec() };
+    assert!(compile(&weighted_max, inst.clone(), info).unwrap_err().to_string().starts_with("weights: "));
     let alpha = WorkloadSpec { indices: Some(IndexDistribution::Zipf { alpha: -1.0 }), ..spec() };
     assert!(compile(&alpha, inst.clone(), info).unwrap_err().to_string().starts_with("indices.alpha: "));
     let none = TargetInfo { cores: 0, ..info };
@@ -164,9 +175,18 @@ fn gnn_aggregation_resolves_to_one_table_with_a_bag_per_vertex() {
             .sum();
         assert_eq!(r[v * 20 + k], want);
     }
-    let out =
-        compile(&w, inst, TargetInfo { target: Target::CoreOnly, cores: 4, vector_lanes: 16, au_lanes: 8 })
-            .unwrap();
+    let out = compile(
+        &w,
+        inst,
+        TargetInfo {
+            target: Target::CoreOnly,
+            cores: 4,
+            vector_lanes: 16,
+            au_lanes: 8,
+            passes: Passes::default(),
+        },
+    )
+    .unwrap();
     assert_eq!(out.jobs.len(), 4);
 }
 

@@ -93,11 +93,13 @@ pub enum FOp {
     Mul,
     /// `max(a, b)` (IEEE maxNum: a NaN operand gives the other).
     Max,
+    /// `a / b` (IEEE: a zero divisor gives an infinity or NaN, not a fault).
+    Div,
 }
 
 impl FOp {
     /// Every operation, in declaration order.
-    pub const ALL: [FOp; 4] = [FOp::Add, FOp::Sub, FOp::Mul, FOp::Max];
+    pub const ALL: [FOp; 5] = [FOp::Add, FOp::Sub, FOp::Mul, FOp::Max, FOp::Div];
 
     /// The mnemonic (`fadd`).
     pub fn mnemonic(self) -> &'static str {
@@ -106,6 +108,7 @@ impl FOp {
             FOp::Sub => "fsub",
             FOp::Mul => "fmul",
             FOp::Max => "fmax",
+            FOp::Div => "fdiv",
         }
     }
 
@@ -121,6 +124,7 @@ impl FOp {
             FOp::Sub => a - b,
             FOp::Mul => a * b,
             FOp::Max => a.max(b),
+            FOp::Div => a / b,
         }
     }
 }

@@ -86,6 +86,18 @@ pub struct SystemSection {
     pub memory: Option<MemorySection>,
     /// The GPU (GPU systems).
     pub gpu: Option<gpu_model::GpuConfig>,
+    /// How the compiler optimizes this system's programs (DAE systems; default `-O3`).
+    pub compiler: Option<CompilerSection>,
+}
+
+/// `[system.compiler]`: an optimization level, or an explicit list of passes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompilerSection {
+    /// `-O` level, 0 to 3 (Ember's emb-opt0..3).
+    pub opt_level: Option<u8>,
+    /// Pass names, replacing the level's set (`["decouple", "vectorize"]`).
+    pub passes: Option<Vec<String>>,
 }
 
 /// `[system.core]`

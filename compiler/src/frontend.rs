@@ -1,0 +1,94 @@
+//! The front end: a workload to its loop-level IR (what PyTorch computes, as loops).
+//!
+//! An embedding bag (and GNN aggregation, a bag per destination vertex) is the loop nest of
+//! Ember's artifact: for each bag `b` of each table, `out[b, k] = pool over j in
+//! offsets[b]..offsets[b+1] of w[j] * table[indices[j] + table_base(b), k]`. Tables are stacked
+//! into one memory (`@tables`, row `t * rows + index`). Accumulation is in `@out`: it is set to
+//! the pooling's identity first, then each lookup is folded in, one lookup after the other in
+//! bag order (that order, with one rounding per multiply and per add, is the reference's).
+//!
+//! - sum: `out = 0`, `out += w * x`;
+//! - mean: the sum, then `out *= 1 / max(len, 1)` (as FBGEMM, which PyTorch's CPU path uses,
+//!   scales by the reciprocal of the length);
+//! - max: `out = m`, `out = max(out, x)`, where `m` is `f32::MIN` for a non-empty bag and 0
+//!   for an empty one (PyTorch gives 0 for an empty bag; table values are finite, so starting
+//!   at `f32::MIN` instead of `-inf` gives the same maximum).
+
+use crate::ir::build::{Builder, i, v};
+use crate::ir::opcode::FloatOp;
+use crate::ir::{Arg, Elem, Func, IntOp, Level, MemId, Opcode};
+use crate::workload::{Pooling, WorkloadSpec};
+
+/// The memories of an embedding-bag function, by name.
+pub const OFFSETS: &str = "offsets";
+/// Row ids of the lookups.
+pub const INDICES: &str = "indices";
+/// Per-lookup weights.
+pub const WEIGHTS: &str = "weights";
+/// The stacked tables.
+pub const TABLES: &str = "tables";
+/// The output rows.
+pub const OUT: &str = "out";
+
+/// The loop-level function of `spec` (a resolved spec) over bags `0..bags`, for an instance
+/// with `lookups` lookups in all.
+pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
+    let mut f = Func::new(&spec.name, Level::Loop);
+    let bags = spec.bags();
+    let dim = spec.dim as i64;
+    let offsets = f.mem(OFFSETS, Elem::U32, vec![bags + 1], true);
+    let indices = f.mem(INDICES, Elem::U32, vec![lookups.max(1)], true);
+    let weights = spec.weights.then(|| f.mem(WEIGHTS, Elem::F32, vec![lookups.max(1)], true));
+    let tables = f.mem(TABLES, Elem::F32, vec![spec.tables as u64 * spec.rows, spec.dim as u64], true);
+    let out = f.mem(OUT, Elem::F32, vec![bags, spec.dim as u64], false);
+    let m = |x: MemId| Arg::Mem(x);
+    let mut b = Builder::new(&mut f);
+    let bag = b.open(Opcode::For, "b", vec![i(0), i(bags as i64)]).expect("a loop defines its iv");
+    let next = b.val(Opcode::Int(IntOp::Add), "b1", vec![v(bag), i(1)]);
+    let lo = b.val(Opcode::Load, "lo", vec![m(offsets), v(bag)]);
+    let hi = b.val(Opcode::Load, "hi", vec![m(offsets), v(next)]);
+    let table = b.val(Opcode::Int(IntOp::Div), "t", vec![v(bag), i(spec.batch.max(1) as i64)]);
+    let base = b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.rows as i64)]);
+    // The pooling's identity.
+    let init = match spec.pooling {
+        Pooling::Sum | Pooling::Mean => Arg::Float(0.0),
+        Pooling::Max => {
+            let len = b.val(Opcode::Int(IntOp::Sub), "len", vec![v(hi), v(lo)]);
+            let nonempty = b.val(Opcode::Int(IntOp::Min), "nonempty", vec![v(len), i(1)]);
+            let flag = b.val(Opcode::IToF, "flag", vec![v(nonempty)]);
+            v(b.val(Opcode::Float(FloatOp::Mul), "init", vec![v(flag), Arg::Float(f32::MIN)]))
+        }
+    };
+    let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
+    b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), init]);
+    b.close();
+    let j = b.open(Opcode::For, "j", vec![v(lo), v(hi)]).expect("iv");
+    let index = b.val(Opcode::Load, "i", vec![m(indices), v(j)]);
+    let row = b.val(Opcode::Int(IntOp::Add), "r", vec![v(index), v(base)]);
+    let w = weights.map(|w| b.val(Opcode::Load, "w", vec![m(w), v(j)]));
+    let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
+    let mut x = b.val(Opcode::Load, "x", vec![m(tables), v(row), v(k)]);
+    if let Some(w) = w {
+        x = b.val(Opcode::Float(FloatOp::Mul), "wx", vec![v(w), v(x)]);
+    }
+    let acc = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(k)]);
+    let fold = if spec.pooling == Pooling::Max { FloatOp::Max } else { FloatOp::Add };
+    let s = b.val(Opcode::Float(fold), "s", vec![v(acc), v(x)]);
+    b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), v(s)]);
+    b.close();
+    b.close();
+    if spec.pooling == Pooling::Mean {
+        let len = b.val(Opcode::Int(IntOp::Sub), "len", vec![v(hi), v(lo)]);
+        let n = b.val(Opcode::Int(IntOp::Max), "n", vec![v(len), i(1)]);
+        let nf = b.val(Opcode::IToF, "nf", vec![v(n)]);
+        let scale = b.val(Opcode::Float(FloatOp::Div), "scale", vec![Arg::Float(1.0), v(nf)]);
+        let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
+        let a = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(k)]);
+        let y = b.val(Opcode::Float(FloatOp::Mul), "y", vec![v(a), v(scale)]);
+        b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), v(y)]);
+        b.close();
+    }
+    b.close();
+    b.finish();
+    f
+}

@@ -1,0 +1,285 @@
+//! The verifier of every level: which ops may appear where, their arguments, and scoping.
+//!
+//! - Loop level: core ops only.
+//! - SLC: `slc.for` nests holding streams (`slc.mem`, `slc.vmem`, `slc.buf`, ALU streams) and
+//!   callbacks; a callback's body holds core ops and `slc.from_stream`, and may not define
+//!   streams. Streams read only read-only memories.
+//! - DLC: one `dlc.configure_access` (TUs, streams, callbacks, operands) and one
+//!   `dlc.compute_loop` of `dlc.case`s, whose bodies hold core ops and `dlc.pop_operand`.
+//!
+//! Everywhere: a value is used only where it is visible (defined earlier in an enclosing
+//! region, or the induction variable of an enclosing loop), memory accesses give one index per
+//! dimension, and no op stores into a read-only memory.
+
+use super::{Arg, Func, Level, Op, Opcode, Value};
+use std::collections::HashSet;
+use thiserror::Error;
+
+/// A function that breaks a rule of its level.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{func}: `{op}`: {message}")]
+pub struct VerifyError {
+    /// The function.
+    pub func: String,
+    /// The offending op's opcode.
+    pub op: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Where an op sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    /// Core code: the loop level, a callback or case body.
+    Core,
+    /// Core code inside an SLC callback (may read streams).
+    Callback,
+    /// Core code inside a DLC case (may pop operands).
+    Case,
+    /// The SLC access nest.
+    Slc,
+    /// A DLC function's top level.
+    DlcTop,
+    /// Inside `dlc.configure_access`.
+    Configure,
+    /// Inside `dlc.compute_loop`.
+    ComputeLoop,
+}
+
+/// Checks `f` against the rules of its level.
+pub fn verify(f: &Func) -> Result<(), VerifyError> {
+    let ctx = match f.level {
+        Level::Loop => Context::Core,
+        Level::Slc => Context::Slc,
+        Level::Dlc => Context::DlcTop,
+    };
+    let mut scope = Vec::new();
+    let mut defined = HashSet::new();
+    check_ops(f, &f.body, ctx, &mut scope, &mut defined)
+}
+
+fn check_ops(
+    f: &Func,
+    ops: &[Op],
+    ctx: Context,
+    scope: &mut Vec<Value>,
+    defined: &mut HashSet<Value>,
+) -> Result<(), VerifyError> {
+    let mark = scope.len();
+    for op in ops {
+        let fail = |message: String| VerifyError { func: f.name.clone(), op: op.opcode.name(), message };
+        if !allowed(op.opcode, ctx) {
+            return Err(fail(format!("not allowed here ({ctx:?})")));
+        }
+        for v in op.value_args() {
+            if !scope.contains(&v) {
+                return Err(fail(format!("%{} is used where it is not defined", f.name(v))));
+            }
+        }
+        check_args(f, op).map_err(fail)?;
+        if op.results.len() != op.opcode.result_count() {
+            return Err(fail(format!(
+                "defines {} results, expected {}",
+                op.results.len(),
+                op.opcode.result_count()
+            )));
+        }
+        for &r in &op.results {
+            if !defined.insert(r) {
+                return Err(fail(format!("%{} is defined twice", f.name(r))));
+            }
+        }
+        if op.opcode.has_region() {
+            if op.regions.len() != 1 {
+                return Err(fail("needs exactly one region".into()));
+            }
+            let inner = match (op.opcode, ctx) {
+                (Opcode::SlcCallback(_), _) => Context::Callback,
+                (Opcode::DlcConfigure, _) => Context::Configure,
+                (Opcode::DlcComputeLoop, _) => Context::ComputeLoop,
+                (Opcode::DlcCase, _) => Context::Case,
+                (_, c) => c,
+            };
+            // A loop's induction variable is visible in its body only.
+            let iv = matches!(op.opcode, Opcode::For | Opcode::SlcFor);
+            if iv {
+                scope.push(op.result());
+            }
+            check_ops(f, op.body(), inner, scope, defined)?;
+            if iv {
+                scope.pop();
+            }
+        } else {
+            scope.extend(op.results.iter().copied());
+        }
+    }
+    scope.truncate(mark);
+    Ok(())
+}
+
+fn allowed(op: Opcode, ctx: Context) -> bool {
+    match ctx {
+        Context::Core => op.is_core(),
+        Context::Callback => op.is_core() || op == Opcode::SlcFromStream,
+        Context::Case => op.is_core() || op == Opcode::DlcPopOperand,
+        Context::Slc => matches!(
+            op,
+            Opcode::SlcFor
+                | Opcode::SlcMem
+                | Opcode::SlcVMem
+                | Opcode::SlcBuf
+                | Opcode::SlcAlu(_)
+                | Opcode::SlcCallback(_)
+        ),
+        Context::DlcTop => matches!(op, Opcode::DlcConfigure | Opcode::DlcComputeLoop),
+        Context::Configure => matches!(
+            op,
+            Opcode::DlcTu
+                | Opcode::DlcIte
+                | Opcode::DlcMem
+                | Opcode::DlcVMem
+                | Opcode::DlcBuf
+                | Opcode::DlcAlu(_)
+                | Opcode::DlcFwd
+                | Opcode::DlcCallback
+                | Opcode::DlcOperand
+        ),
+        Context::ComputeLoop => op == Opcode::DlcCase,
+    }
+}
+
+/// Checks the number and kinds of `op`'s arguments.
+fn check_args(f: &Func, op: &Op) -> Result<(), String> {
+    let a = &op.args;
+    let scalar = |x: &Arg| matches!(x, Arg::Value(_) | Arg::Int(_));
+    let number = |x: &Arg| matches!(x, Arg::Value(_) | Arg::Int(_) | Arg::Float(_));
+    let all = |xs: &[Arg], p: &dyn Fn(&Arg) -> bool| xs.iter().all(p);
+    // A memory access: `@m` then `extra_before` args, then one index per dimension (less
+    // `fewer` for row accesses), then `extra_after` args.
+    let access = |skip: usize, fewer: usize, after: usize| -> Result<(), String> {
+        let m = a.get(skip).and_then(|x| x.mem()).ok_or("expects a memory argument")?;
+        let decl = f.mem_decl(m);
+        let rank = decl.shape.len() - fewer.min(decl.shape.len());
+        if a.len() != skip + 1 + rank + after {
+            return Err(format!(
+                "@{} has {} dimension(s): expected {} index argument(s)",
+                decl.name,
+                decl.shape.len(),
+                rank
+            ));
+        }
+        if !all(&a[skip + 1..skip + 1 + rank], &scalar) {
+            return Err("indices must be values or integers".into());
+        }
+        Ok(())
+    };
+    let stream_of_readonly = |skip: usize| -> Result<(), String> {
+        let m = a.get(skip).and_then(|x| x.mem()).ok_or("expects a memory argument")?;
+        if f.mem_decl(m).readonly {
+            Ok(())
+        } else {
+            Err(format!("streams read only read-only memories, not @{}", f.mem_decl(m).name))
+        }
+    };
+    let count = |n: usize| -> Result<(), String> {
+        if a.len() == n && all(a, &number) {
+            Ok(())
+        } else {
+            Err(format!("expects {n} value or constant argument(s)"))
+        }
+    };
+    match op.opcode {
+        Opcode::For | Opcode::SlcFor => {
+            if !(2..=3).contains(&a.len()) || !all(a, &scalar) {
+                return Err("expects LO, HI and an optional constant STEP".into());
+            }
+            if let Some(s) = a.get(2)
+                && !matches!(s, Arg::Int(1..))
+            {
+                return Err("STEP must be a positive constant".into());
+            }
+            Ok(())
+        }
+        Opcode::Load => access(0, 0, 0),
+        Opcode::Store => {
+            access(0, 0, 1)?;
+            let m = a[0].mem().expect("checked by access");
+            if f.mem_decl(m).readonly {
+                return Err(format!("stores into read-only @{}", f.mem_decl(m).name));
+            }
+            Ok(())
+        }
+        Opcode::VLoad => access(0, 0, 1),
+        Opcode::VStore => {
+            access(0, 0, 2)?;
+            let m = a[0].mem().expect("checked by access");
+            if f.mem_decl(m).readonly {
+                return Err(format!("stores into read-only @{}", f.mem_decl(m).name));
+            }
+            Ok(())
+        }
+        Opcode::Int(_) | Opcode::Float(_) | Opcode::VFloat(_) | Opcode::SlcAlu(_) => count(2),
+        Opcode::IToF | Opcode::VBcast | Opcode::SlcFromStream => count(1),
+        Opcode::VLoadBuf => count(3),
+        Opcode::GetVar | Opcode::IncrementVar => match a.as_slice() {
+            [Arg::Int(0..=15)] => Ok(()),
+            _ => Err("expects a variable number 0..=15".into()),
+        },
+        Opcode::VGetAcc => match a.as_slice() {
+            [Arg::Int(0..=15)] => Ok(()),
+            _ => Err("expects an accumulator number 0..=15".into()),
+        },
+        Opcode::VSetAcc => match a.as_slice() {
+            [Arg::Int(0..=15), Arg::Value(_)] => Ok(()),
+            _ => Err("expects an accumulator number 0..=15 and a value".into()),
+        },
+        Opcode::SlcMem => {
+            stream_of_readonly(0)?;
+            access(0, 0, 0)
+        }
+        Opcode::SlcVMem => {
+            stream_of_readonly(0)?;
+            access(0, 0, 1)
+        }
+        Opcode::SlcBuf => {
+            stream_of_readonly(0)?;
+            access(0, 1, 0)
+        }
+        Opcode::SlcCallback(_) | Opcode::DlcConfigure | Opcode::DlcComputeLoop | Opcode::DlcPopOperand => {
+            count(0)
+        }
+        Opcode::DlcTu => {
+            if a.len() != 4 || !all(a, &scalar) || !matches!(a[3], Arg::Int(1..)) {
+                return Err("expects PARENT (or -1), LO, HI, STEP".into());
+            }
+            Ok(())
+        }
+        Opcode::DlcIte => count(1),
+        Opcode::DlcMem => {
+            stream_of_readonly(1)?;
+            access(1, 0, 0)
+        }
+        Opcode::DlcVMem => {
+            stream_of_readonly(1)?;
+            access(1, 0, 1)
+        }
+        Opcode::DlcBuf => {
+            stream_of_readonly(1)?;
+            access(1, 1, 0)
+        }
+        Opcode::DlcAlu(_) => count(3),
+        Opcode::DlcFwd => count(2),
+        Opcode::DlcCallback => match a.as_slice() {
+            [Arg::Value(_), Arg::Int(0..=2), Arg::Int(0..)] => Ok(()),
+            _ => Err("expects TU, EVENT (0 begin, 1 iter, 2 end), ID".into()),
+        },
+        Opcode::DlcOperand => match a.as_slice() {
+            [Arg::Int(0..), Arg::Value(_)] => Ok(()),
+            _ => Err("expects ID, STREAM".into()),
+        },
+        Opcode::DlcCase => match a.as_slice() {
+            [Arg::Int(0..)] => Ok(()),
+            _ => Err("expects a control id".into()),
+        },
+    }
+}

@@ -1,0 +1,132 @@
+//! Bufferization of compound values (Ember's BufferCompoundTypes): a whole row per callback.
+//!
+//! A vectorized access loop over all the elements of rows (bounds `0..row length`, only vector
+//! streams `slc.vmem` over rows and an `iter` callback) is replaced, in its parent loop, by one
+//! buffer stream per row (`slc.buf`: the row marshaled as one operand) and one `iter` callback
+//! of the parent that holds the loop as a core loop reading the buffers (`vload.buf`). The
+//! unit then sends one callback per row instead of one per chunk.
+
+use super::decouple::rename;
+use crate::ir::{Arg, Event, Func, Op, Opcode, Value};
+use std::collections::HashMap;
+
+/// Bufferizes every qualifying loop of SLC function `f`.
+pub fn bufferize(f: &Func) -> Func {
+    let mut out = f.clone();
+    let mut body = std::mem::take(&mut out.body);
+    walk_loops(&mut out, &mut body);
+    out.body = body;
+    out
+}
+
+fn walk_loops(f: &mut Func, ops: &mut [Op]) {
+    for op in ops.iter_mut() {
+        if op.opcode != Opcode::SlcFor {
+            continue;
+        }
+        if let Some(new_body) = try_parent(f, op) {
+            op.regions = vec![new_body];
+        }
+        walk_loops(f, &mut op.regions[0]);
+    }
+}
+
+/// If `parent`'s child loop qualifies, `parent`'s new body.
+fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
+    let body = parent.body();
+    let at = body.iter().position(|o| o.opcode == Opcode::SlcFor)?;
+    let child = &body[at];
+    if body.iter().any(|o| o.opcode == Opcode::SlcCallback(Event::Iter)) {
+        return None;
+    }
+    let (lo, hi, step) = match child.args.as_slice() {
+        [Arg::Int(lo), Arg::Int(hi), Arg::Int(vl)] if *lo == 0 && *vl > 1 => (*lo, *hi, *vl),
+        _ => return None,
+    };
+    let k = child.result();
+    let mut bufs = Vec::new();
+    let mut streams = Vec::new();
+    let mut callbacks: HashMap<Event, &Op> = HashMap::new();
+    for inner in child.body() {
+        match inner.opcode {
+            Opcode::SlcVMem => {
+                let m = inner.args[0].mem()?;
+                let n = inner.args.len();
+                // The whole row, chunk by chunk.
+                if inner.args[n - 2] != Arg::Value(k) || f.mem_decl(m).row_elems() as i64 != hi {
+                    return None;
+                }
+                streams.push(inner.result());
+                bufs.push(Op::new(Opcode::SlcBuf, inner.results.clone(), inner.args[..n - 2].to_vec()));
+            }
+            Opcode::SlcCallback(e) => {
+                callbacks.insert(e, inner);
+            }
+            _ => return None,
+        }
+    }
+    callbacks.get(&Event::Iter)?;
+    // The parent's new iter callback: the child's begin, a core loop over the chunks, its end.
+    let mut reads: Vec<Op> = Vec::new();
+    let mut read_of: HashMap<Value, Value> = HashMap::new();
+    let mut alias: HashMap<Value, Value> = HashMap::new();
+    let mut sections: Vec<Vec<Op>> = Vec::new();
+    let kc = f.value("k");
+    for e in Event::ALL {
+        let Some(cb) = callbacks.get(&e) else {
+            sections.push(Vec::new());
+            continue;
+        };
+        let mut ops = Vec::new();
+        for c in cb.body() {
+            if c.opcode != Opcode::SlcFromStream {
+                ops.push(c.clone());
+                continue;
+            }
+            let src = c.args[0].value()?;
+            if src == k {
+                alias.insert(c.result(), kc);
+            } else if let Some(&r) = read_of.get(&src) {
+                alias.insert(c.result(), r);
+            } else {
+                read_of.insert(src, c.result());
+                reads.push(c.clone());
+            }
+        }
+        sections.push(ops);
+    }
+    // In the loop, the chunk loads of each buffer read at the chunk's offset.
+    let mut loop_body = Vec::new();
+    let handles: Vec<Value> = streams.iter().filter_map(|s| read_of.get(s).copied()).collect();
+    let mut iter_ops = std::mem::take(&mut sections[1]);
+    rename(&mut iter_ops, &alias);
+    for op in &mut iter_ops {
+        if op.opcode == Opcode::VLoadBuf && op.args[0].value().is_some_and(|h| handles.contains(&h)) {
+            op.args[1] = Arg::Value(kc);
+        }
+    }
+    loop_body.extend(iter_ops);
+    let mut cb_body = reads;
+    let mut begin = std::mem::take(&mut sections[0]);
+    let mut end = std::mem::take(&mut sections[2]);
+    rename(&mut begin, &alias);
+    rename(&mut end, &alias);
+    cb_body.extend(begin);
+    cb_body.push(Op {
+        opcode: Opcode::For,
+        results: vec![kc],
+        args: vec![Arg::Int(lo), Arg::Int(hi), Arg::Int(step)],
+        regions: vec![loop_body],
+    });
+    cb_body.extend(end);
+    let mut new_body: Vec<Op> = body[..at].to_vec();
+    new_body.extend(bufs);
+    new_body.extend(body[at + 1..].iter().cloned());
+    new_body.push(Op {
+        opcode: Opcode::SlcCallback(Event::Iter),
+        results: vec![],
+        args: vec![],
+        regions: vec![cb_body],
+    });
+    Some(new_body)
+}

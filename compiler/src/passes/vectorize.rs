@@ -1,0 +1,269 @@
+//! Vectorization (Ember's SlcVectorizer and CallbackVectorizer): loops over a row's elements
+//! become loops over chunks of `VL` elements.
+//!
+//! A loop qualifies when its bounds are constants and its induction variable is used only as
+//! the last index of loads and stores (a row, element by element). Its step becomes `VL`; loads
+//! and stores become vector loads and stores of `min(VL, hi - k)` elements (a constant when
+//! `VL` divides the trip count, else computed each step: the tail mask); f32 arithmetic on
+//! vectors becomes lane-wise, with scalar operands broadcast. In SLC, an innermost access loop's
+//! element streams become vector streams (`slc.vmem`) and its `iter` callback is vectorized the
+//! same way. Chunks tile the row exactly (the largest divisor of its length between `VL/2` and
+//! `VL`), so no vector stream reads past a row; a row without such a divisor stays scalar on
+//! the access unit. Core loops inside callbacks and at the loop level are vectorized in place,
+//! with the same chunks where they exist (so accesses line up), else `VL` and a masked tail.
+
+use crate::ir::opcode::FloatOp;
+use crate::ir::{Arg, Event, Func, IntOp, Op, Opcode, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Vectorizes every qualifying loop of `f` (any level) with vector length `vl`.
+pub fn vectorize(f: &Func, vl: u32) -> Func {
+    let mut out = f.clone();
+    let mut body = std::mem::take(&mut out.body);
+    vectorize_ops(&mut out, &mut body, vl as i64);
+    out.body = body;
+    out
+}
+
+fn vectorize_ops(f: &mut Func, ops: &mut [Op], vl: i64) {
+    for op in ops.iter_mut() {
+        match op.opcode {
+            Opcode::For => {
+                if let Some(v) = core_loop(f, op, vl) {
+                    *op = v;
+                    continue;
+                }
+            }
+            Opcode::SlcFor => {
+                if let Some(v) = access_loop(f, op, vl) {
+                    *op = v;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        for r in &mut op.regions {
+            vectorize_ops(f, r, vl);
+        }
+    }
+}
+
+fn const_bounds(op: &Op) -> Option<(i64, i64)> {
+    match (op.args.first(), op.args.get(1), op.args.get(2)) {
+        (Some(Arg::Int(lo)), Some(Arg::Int(hi)), None | Some(Arg::Int(1))) => Some((*lo, *hi)),
+        _ => None,
+    }
+}
+
+/// The chunk that tiles a row of `len` elements exactly: the largest divisor of `len` up to
+/// `vl`, if it is at least half of `vl` (or the whole row, when shorter than `vl`).
+pub fn tiling_chunk(len: i64, vl: i64) -> Option<i64> {
+    if len <= vl {
+        return (len >= 2).then_some(len);
+    }
+    ((vl + 1) / 2..=vl).rev().find(|c| len % c == 0)
+}
+
+/// A core loop over elements: chunks that tile the row if there are (so its chunks line up
+/// with the access unit's), else `vl` with a masked tail.
+fn core_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
+    let (lo, hi) = const_bounds(op)?;
+    let vl = tiling_chunk(hi - lo, vl).unwrap_or(vl);
+    let iv = op.result();
+    let mut prefix = Vec::new();
+    let count = tail_count(f, lo, hi, vl, iv, &mut prefix);
+    let mut body = prefix;
+    body.extend(vector_body(f, op.body(), &HashSet::from([iv]), &HashSet::new(), count)?);
+    Some(Op {
+        opcode: Opcode::For,
+        results: op.results.clone(),
+        args: vec![Arg::Int(lo), Arg::Int(hi), Arg::Int(vl)],
+        regions: vec![body],
+    })
+}
+
+/// The element count of a step: `VL`, or `min(VL, hi - k)` when `VL` does not divide the trip.
+fn tail_count(f: &mut Func, lo: i64, hi: i64, vl: i64, k: Value, out: &mut Vec<Op>) -> Arg {
+    if (hi - lo) % vl == 0 {
+        return Arg::Int(vl);
+    }
+    let rem = f.value("rem");
+    let n = f.value("n");
+    out.push(Op::new(Opcode::Int(IntOp::Sub), vec![rem], vec![Arg::Int(hi), Arg::Value(k)]));
+    out.push(Op::new(Opcode::Int(IntOp::Min), vec![n], vec![Arg::Value(rem), Arg::Int(vl)]));
+    Arg::Value(n)
+}
+
+/// An innermost access loop over elements, with its `iter` callback.
+fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
+    let (lo, hi) = const_bounds(op)?;
+    // Vector streams read whole chunks: chunks must tile the row, so none reads past its end
+    // (and out of the table).
+    let vl = tiling_chunk(hi - lo, vl)?;
+    let iv = op.result();
+    let mut streams = HashSet::new();
+    let mut body = Vec::new();
+    let mut callback = None;
+    for inner in op.body() {
+        match inner.opcode {
+            Opcode::SlcMem => {
+                let (last, rest) = inner.args.split_last()?;
+                if *last != Arg::Value(iv) || rest.contains(&Arg::Value(iv)) {
+                    return None;
+                }
+                streams.insert(inner.result());
+                let mut args = inner.args.clone();
+                args.push(Arg::Int(vl));
+                body.push(Op::new(Opcode::SlcVMem, inner.results.clone(), args));
+            }
+            Opcode::SlcCallback(Event::Iter) if callback.is_none() => callback = Some(inner),
+            _ => return None,
+        }
+    }
+    let cb = callback?;
+    // Inside the callback: which values are vectors (streams read) and which hold k.
+    let mut vectors = HashSet::new();
+    let mut ks = HashSet::new();
+    let mut reads = Vec::new();
+    let mut rest = Vec::new();
+    for c in cb.body() {
+        if c.opcode == Opcode::SlcFromStream {
+            let src = c.args[0].value()?;
+            if streams.contains(&src) {
+                vectors.insert(c.result());
+            }
+            if src == iv {
+                ks.insert(c.result());
+            }
+            reads.push(c.clone());
+        } else {
+            rest.push(c.clone());
+        }
+    }
+    let mut prefix = Vec::new();
+    let count = if (hi - lo) % vl == 0 {
+        Arg::Int(vl)
+    } else {
+        let k = match ks.iter().next() {
+            Some(k) => *k,
+            None => {
+                let k = f.value("k_");
+                reads.push(Op::new(Opcode::SlcFromStream, vec![k], vec![Arg::Value(iv)]));
+                ks.insert(k);
+                k
+            }
+        };
+        tail_count(f, lo, hi, vl, k, &mut prefix)
+    };
+    // A vector stream marshals its chunk into the queue; the operand is its address there,
+    // from which the core loads the vector.
+    let mut chunk_loads = Vec::new();
+    let mut as_chunk = HashMap::new();
+    let mut loaded = HashSet::new();
+    for h in vectors {
+        let x = f.value(&format!("{}v", f.name(h)));
+        chunk_loads.push(Op::new(Opcode::VLoadBuf, vec![x], vec![Arg::Value(h), Arg::Int(0), count]));
+        as_chunk.insert(h, x);
+        loaded.insert(x);
+    }
+    chunk_loads.sort_by_key(|o| o.args[0].value());
+    super::decouple::rename(&mut rest, &as_chunk);
+    let mut cb_body = reads;
+    cb_body.extend(prefix);
+    cb_body.extend(chunk_loads);
+    cb_body.extend(vector_body(f, &rest, &ks, &loaded, count)?);
+    body.push(Op { regions: vec![cb_body], ..cb.clone() });
+    Some(Op {
+        opcode: Opcode::SlcFor,
+        results: op.results.clone(),
+        args: vec![Arg::Int(lo), Arg::Int(hi), Arg::Int(vl)],
+        regions: vec![body],
+    })
+}
+
+/// Vectorizes straight-line `ops` along element index `ks` (values equal to it); `vectors`
+/// holds values that already are vectors. `None` if some op does not vectorize.
+fn vector_body(
+    f: &mut Func,
+    ops: &[Op],
+    ks: &HashSet<Value>,
+    vectors: &HashSet<Value>,
+    count: Arg,
+) -> Option<Vec<Op>> {
+    let mut vec: HashSet<Value> = vectors.clone();
+    let mut bcast: HashMap<String, Value> = HashMap::new();
+    let mut out = Vec::new();
+    let uses_k = |args: &[Arg]| args.iter().any(|a| a.value().is_some_and(|v| ks.contains(&v)));
+    for op in ops {
+        let a = &op.args;
+        match op.opcode {
+            Opcode::Load | Opcode::Store => {
+                let n = if op.opcode == Opcode::Load { a.len() } else { a.len() - 1 };
+                let idx = &a[1..n];
+                if !uses_k(idx) {
+                    if op.opcode == Opcode::Store || uses_k(a) {
+                        return None;
+                    }
+                    out.push(op.clone());
+                    continue;
+                }
+                let (last, rest) = idx.split_last()?;
+                if !last.value().is_some_and(|v| ks.contains(&v)) || uses_k(rest) {
+                    return None;
+                }
+                let mut args = a[..n].to_vec();
+                args.push(count);
+                if op.opcode == Opcode::Load {
+                    vec.insert(op.result());
+                    out.push(Op::new(Opcode::VLoad, op.results.clone(), args));
+                } else {
+                    let x = as_vector(f, a[n], &vec, &mut bcast, &mut out);
+                    args.push(x);
+                    out.push(Op::new(Opcode::VStore, vec![], args));
+                }
+            }
+            Opcode::Float(o) if a.iter().any(|x| x.value().is_some_and(|v| vec.contains(&v))) => {
+                if matches!(o, FloatOp::Sub | FloatOp::Div) {
+                    return None;
+                }
+                let x = as_vector(f, a[0], &vec, &mut bcast, &mut out);
+                let y = as_vector(f, a[1], &vec, &mut bcast, &mut out);
+                vec.insert(op.result());
+                out.push(Op::new(Opcode::VFloat(o), op.results.clone(), vec![x, y]));
+            }
+            Opcode::For => return None,
+            _ => {
+                if uses_k(a) || a.iter().any(|x| x.value().is_some_and(|v| vec.contains(&v))) {
+                    return None;
+                }
+                out.push(op.clone());
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `a` as a vector: itself, or a broadcast of the scalar (one per scalar).
+fn as_vector(
+    f: &mut Func,
+    a: Arg,
+    vec: &HashSet<Value>,
+    bcast: &mut HashMap<String, Value>,
+    out: &mut Vec<Op>,
+) -> Arg {
+    if a.value().is_some_and(|v| vec.contains(&v)) {
+        return a;
+    }
+    let key = format!("{a:?}");
+    if let Some(v) = bcast.get(&key) {
+        return Arg::Value(*v);
+    }
+    let hint = match a {
+        Arg::Value(v) => format!("{}v", f.name(v)),
+        _ => "splat".to_string(),
+    };
+    let v = f.value(&hint);
+    out.push(Op::new(Opcode::VBcast, vec![v], vec![a]));
+    bcast.insert(key, v);
+    Arg::Value(v)
+}

@@ -1,0 +1,260 @@
+//! The access-unit program of a DLC function: its `dlc.configure_access` mapped onto the unit.
+//!
+//! TUs map one to one (a vectorized TU iterates chunk numbers; its induction value is
+//! `lo + chunk * VL`, an ALU stream). Multi-dimensional memory indices become ALU streams that
+//! compute the linear element (or row) index. Layers: with a unit of two or more lanes, the
+//! innermost TU runs in lockstep over the lanes and its parent is a broadcast layer (the TMU's
+//! mapping of embedding bags); the others are single-lane. Buffer streams over read-only f32
+//! memories are the lookups whose latency is reported.
+
+use crate::ir::{Arg, Elem, Func, IntOp, MemId, Op, Opcode, Value};
+use access_unit::isa::{
+    AluOp, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind, Tu, TuId,
+};
+use std::collections::HashMap;
+
+/// Builds the access-unit program of DLC function `f`.
+pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Result<AuProgram, String> {
+    let config = f
+        .body
+        .iter()
+        .find(|o| o.opcode == Opcode::DlcConfigure)
+        .ok_or("the DLC function has no dlc.configure_access")?;
+    let mut b = AuBuilder { f, bases, p: AuProgram::default(), tus: HashMap::new(), streams: HashMap::new() };
+    let mut callbacks: Vec<(u32, Callback)> = Vec::new();
+    for op in config.body() {
+        match op.opcode {
+            Opcode::DlcTu => b.tu(op)?,
+            Opcode::DlcIte => b.ite(op)?,
+            Opcode::DlcMem | Opcode::DlcVMem | Opcode::DlcBuf => b.mem(op)?,
+            Opcode::DlcAlu(o) => {
+                let t = b.tu_of(op.args[0])?;
+                let (x, y) = (b.operand(op.args[1])?, b.operand(op.args[2])?);
+                let s = b.push(t, StreamKind::Alu { op: alu(o)?, a: x, b: y })?;
+                b.streams.insert(op.result(), s);
+            }
+            Opcode::DlcFwd => {
+                let t = b.tu_of(op.args[0])?;
+                let src = b.operand(op.args[1])?;
+                let s = b.push(t, StreamKind::Fwd { src })?;
+                b.streams.insert(op.result(), s);
+            }
+            Opcode::DlcCallback => {
+                let tu = b.tu_of(op.args[0])?;
+                let event = match op.args[1].int() {
+                    Some(0) => Event::Begin,
+                    Some(1) => Event::Iter,
+                    _ => Event::End,
+                };
+                let control = op.args[2].int().ok_or("a callback id must be an integer")? as u32;
+                callbacks.push((control, Callback { tu, event, control, operands: Vec::new() }));
+            }
+            Opcode::DlcOperand => {
+                let id = op.args[0].int().ok_or("an operand's callback id must be an integer")? as u32;
+                let s = b.stream_of(op.args[1])?;
+                let cb = callbacks
+                    .iter_mut()
+                    .find(|(c, _)| *c == id)
+                    .ok_or_else(|| format!("operand for unregistered callback {id}"))?;
+                cb.1.operands.push(s);
+            }
+            other => return Err(format!("`{}` in dlc.configure_access", other.name())),
+        }
+    }
+    let n = b.p.tus.len();
+    if au_lanes >= 2 && n >= 2 {
+        b.p.tus[n - 1].layer = Layer::Lockstep { lanes: au_lanes };
+        b.p.tus[n - 2].layer = Layer::Broadcast;
+    }
+    b.p.callbacks = callbacks.into_iter().map(|(_, c)| c).collect();
+    b.p.verify().map_err(|e| format!("the access unit cannot run this program: {e}"))?;
+    Ok(b.p)
+}
+
+fn alu(o: IntOp) -> Result<AluOp, String> {
+    Ok(match o {
+        IntOp::Add => AluOp::Add,
+        IntOp::Sub => AluOp::Sub,
+        IntOp::Mul => AluOp::Mul,
+        IntOp::Div => AluOp::Div,
+        IntOp::Rem => AluOp::Rem,
+        IntOp::Min | IntOp::Max => return Err(format!("the access unit's ALU has no {}", o.name())),
+    })
+}
+
+struct AuBuilder<'a> {
+    f: &'a Func,
+    bases: &'a HashMap<MemId, u64>,
+    p: AuProgram,
+    tus: HashMap<Value, (TuId, i64, i64)>,
+    streams: HashMap<Value, StreamId>,
+}
+
+impl AuBuilder<'_> {
+    fn push(&mut self, tu: TuId, kind: StreamKind) -> Result<StreamId, String> {
+        if self.p.streams.len() >= access_unit::isa::MAX_STREAMS {
+            return Err(format!("more than {} streams", access_unit::isa::MAX_STREAMS));
+        }
+        self.p.streams.push(Stream { tu, kind });
+        Ok(StreamId(self.p.streams.len() as u8 - 1))
+    }
+
+    fn tu_of(&self, a: Arg) -> Result<TuId, String> {
+        a.value().and_then(|v| self.tus.get(&v)).map(|t| t.0).ok_or_else(|| "not a TU".to_string())
+    }
+
+    fn stream_of(&self, a: Arg) -> Result<StreamId, String> {
+        a.value().and_then(|v| self.streams.get(&v)).copied().ok_or_else(|| format!("{a:?} is not a stream"))
+    }
+
+    fn operand(&self, a: Arg) -> Result<Operand, String> {
+        match a {
+            Arg::Int(i) => Ok(Operand::Const(i)),
+            _ => self.stream_of(a).map(Operand::Stream),
+        }
+    }
+
+    fn tu(&mut self, op: &Op) -> Result<(), String> {
+        let parent = match op.args[0] {
+            Arg::Int(-1) => None,
+            a => Some(self.tu_of(a)?),
+        };
+        let step = op.args[3].int().unwrap_or(1);
+        let id = TuId(self.p.tus.len() as u8);
+        if self.p.tus.len() >= access_unit::isa::MAX_LEVELS {
+            return Err(format!("more than {} nested loops (traversal units)", access_unit::isa::MAX_LEVELS));
+        }
+        let bounds = match (op.args[1], op.args[2]) {
+            (Arg::Int(lo), Arg::Int(hi)) => {
+                let chunks = if hi > lo { (hi - lo + step - 1) / step } else { 0 };
+                if step > 1 {
+                    Bounds::Dense { begin: 0, end: chunks as u64 }
+                } else {
+                    Bounds::Dense { begin: lo.max(0) as u64, end: hi.max(0) as u64 }
+                }
+            }
+            (lo, hi) if step == 1 => {
+                let p = parent.ok_or("the root TU needs constant bounds")?;
+                let mut as_stream = |a: Arg| -> Result<StreamId, String> {
+                    match a {
+                        Arg::Int(c) => self.push(
+                            p,
+                            StreamKind::Alu { op: AluOp::Add, a: Operand::Const(c), b: Operand::Const(0) },
+                        ),
+                        _ => self.stream_of(a),
+                    }
+                };
+                let (b, e) = (as_stream(lo)?, as_stream(hi)?);
+                Bounds::Range { begin: b, end: e }
+            }
+            _ => return Err("a vectorized TU needs constant bounds".into()),
+        };
+        self.p.tus.push(Tu { parent, bounds, layer: Layer::Single });
+        let lo = op.args[1].int().unwrap_or(0);
+        self.tus.insert(op.result(), (id, lo, step));
+        Ok(())
+    }
+
+    fn ite(&mut self, op: &Op) -> Result<(), String> {
+        let v = op.args[0].value().ok_or("dlc.ite needs a TU")?;
+        let (t, lo, step) = *self.tus.get(&v).ok_or("dlc.ite of an unknown TU")?;
+        let mut s = self.push(t, StreamKind::Ite)?;
+        if step > 1 {
+            s = self.push(
+                t,
+                StreamKind::Alu { op: AluOp::Mul, a: Operand::Stream(s), b: Operand::Const(step) },
+            )?;
+            if lo != 0 {
+                s = self.push(
+                    t,
+                    StreamKind::Alu { op: AluOp::Add, a: Operand::Stream(s), b: Operand::Const(lo) },
+                )?;
+            }
+        }
+        self.streams.insert(op.result(), s);
+        Ok(())
+    }
+
+    /// `dlc.mem`, `dlc.vmem` and `dlc.buf`.
+    fn mem(&mut self, op: &Op) -> Result<(), String> {
+        let t = self.tu_of(op.args[0])?;
+        let m = op.args[1].mem().ok_or("a memory stream needs a memory")?;
+        let decl = self.f.mem_decl(m);
+        let base = *self.bases.get(&m).ok_or_else(|| format!("@{} has no address", decl.name))?;
+        let elem_bytes = match decl.elem {
+            Elem::U32 | Elem::F32 => 4u64,
+        };
+        let row_elems = decl.row_elems();
+        let (idx, kind): (&[Arg], u8) = match op.opcode {
+            Opcode::DlcMem => (&op.args[2..], 0),
+            Opcode::DlcVMem => (&op.args[2..op.args.len() - 1], 1),
+            _ => (&op.args[2..], 2),
+        };
+        // Strides in elements (for buffers, in rows over the leading dimensions).
+        let dims: Vec<u64> =
+            if kind == 2 { decl.shape[..decl.shape.len() - 1].to_vec() } else { decl.shape.clone() };
+        let mut stride = 1u64;
+        let mut strides = vec![0u64; dims.len()];
+        for d in (0..dims.len()).rev() {
+            strides[d] = stride;
+            stride *= dims[d];
+        }
+        let mut constant = 0i64;
+        let mut index: Option<StreamId> = None;
+        for (a, s) in idx.iter().zip(&strides) {
+            match *a {
+                Arg::Int(c) => constant += c * *s as i64,
+                a => {
+                    let mut term = self.stream_of(a)?;
+                    if *s != 1 {
+                        term = self.push(
+                            t,
+                            StreamKind::Alu {
+                                op: AluOp::Mul,
+                                a: Operand::Stream(term),
+                                b: Operand::Const(*s as i64),
+                            },
+                        )?;
+                    }
+                    index = Some(match index {
+                        None => term,
+                        Some(acc) => self.push(
+                            t,
+                            StreamKind::Alu {
+                                op: AluOp::Add,
+                                a: Operand::Stream(acc),
+                                b: Operand::Stream(term),
+                            },
+                        )?,
+                    });
+                }
+            }
+        }
+        let index = index.map_or(Operand::Const(0), Operand::Stream);
+        let unit = if kind == 2 { row_elems * elem_bytes } else { elem_bytes };
+        let base = (base as i64 + constant * unit as i64) as u64;
+        let stream_kind = match kind {
+            0 => StreamKind::Load { base, index, scale: unit },
+            1 => {
+                let vl = op.args.last().and_then(|a| a.int()).ok_or("dlc.vmem needs a vector length")?;
+                StreamKind::Row {
+                    base,
+                    index,
+                    scale: unit,
+                    bytes: (vl as u64 * elem_bytes) as u32,
+                    lookup: false,
+                }
+            }
+            _ => StreamKind::Row {
+                base,
+                index,
+                scale: unit,
+                bytes: (row_elems * elem_bytes) as u32,
+                lookup: decl.readonly && decl.elem == Elem::F32,
+            },
+        };
+        let s = self.push(t, stream_kind)?;
+        self.streams.insert(op.result(), s);
+        Ok(())
+    }
+}
