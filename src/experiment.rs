@@ -417,6 +417,11 @@ pub struct MlpProfile {
     pub hbm_utilization: f64,
     /// The same per core (`hbm_utilization / cores`).
     pub hbm_utilization_per_core: f64,
+    /// Compute throughput: instructions retired over the cores' peak (issue width per cycle).
+    pub compute_utilization: f64,
+    /// Access throughput: the access units' line requests over their peak (requests per cycle),
+    /// zero without access units.
+    pub access_utilization: f64,
 }
 
 impl MlpProfile {
@@ -449,6 +454,16 @@ impl MlpProfile {
         let achieved = r.bytes as f64 * PS_PER_SECOND as f64 / time;
         let hbm_utilization = if peak > 0.0 { achieved / peak } else { 0.0 };
         let cores = f64::from(sys.cores.max(1));
+        let core_cycles = time / cycle as f64 * cores;
+        let compute_utilization =
+            r.instructions as f64 / (core_cycles * f64::from(sys.core.issue_width.max(1)));
+        let access_utilization = match &sys.access_unit {
+            Some(a) => {
+                let au_cycles = time / a.unit.clock.cycles_to_ticks(1).max(1) as f64 * cores;
+                r.au_requests as f64 / (au_cycles * f64::from(a.unit.requests_per_cycle.max(1)))
+            }
+            None => 0.0,
+        };
         MlpProfile {
             unit_ps,
             unit,
@@ -459,6 +474,8 @@ impl MlpProfile {
             in_flight_per_core: latency_sum / time / cores,
             hbm_utilization,
             hbm_utilization_per_core: hbm_utilization / cores,
+            compute_utilization,
+            access_utilization,
         }
     }
 }

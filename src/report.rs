@@ -92,7 +92,81 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
         }
     }
     t.push_str(&mlp_table(all));
+    if exp.file.report.steps {
+        t.push_str(&steps_table(all));
+    }
     t
+}
+
+/// Geometric mean (`None` for no values).
+fn geomean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+/// The ladder: per workload, each system against the one before it (step) and the first
+/// (cumulative), with compute and access throughput as fractions of peak; geometric means of
+/// the speedups over the workloads.
+fn steps_table(all: &[Outcome]) -> String {
+    let mut rows = vec![
+        ["workload", "system", "sim time", "step", "cumulative", "compute", "access"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    let mut workloads: Vec<&str> = Vec::new();
+    for o in all {
+        if !workloads.contains(&o.workload.as_str()) {
+            workloads.push(&o.workload);
+        }
+    }
+    // Per system (by position in the ladder): step and cumulative speedups over workloads.
+    let mut step_speedups: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
+    for w in workloads {
+        let runs: Vec<&Outcome> = all.iter().filter(|o| o.workload == w).collect();
+        let first = runs.first().and_then(|o| o.result.as_ref().ok()).map(|m| m.time);
+        let mut prev: Option<u64> = None;
+        for (i, o) in runs.iter().enumerate() {
+            let Ok(m) = &o.result else {
+                rows.push(vec![w.to_string(), o.system.clone(), "FAILED".into()]);
+                prev = None;
+                continue;
+            };
+            let ratio = |base: Option<u64>| base.filter(|_| m.time > 0).map(|b| b as f64 / m.time as f64);
+            let (step, cum) = (ratio(prev), ratio(first));
+            if step_speedups.len() <= i {
+                step_speedups.push((o.system.clone(), Vec::new(), Vec::new()));
+            }
+            if i > 0 {
+                step_speedups[i].1.extend(step);
+                step_speedups[i].2.extend(cum);
+            }
+            let pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
+            let (compute, access) = match &m.mlp {
+                Some(p) => (pct(Some(p.compute_utilization)), pct(Some(p.access_utilization))),
+                None => ("-".into(), "-".into()),
+            };
+            let x = |s: Option<f64>| {
+                if i == 0 { "-".into() } else { s.map_or("-".into(), |s| format!("{s:.2}x")) }
+            };
+            rows.push(vec![
+                w.to_string(),
+                o.system.clone(),
+                fmt_time(m.time),
+                x(step),
+                x(cum),
+                compute,
+                access,
+            ]);
+            prev = Some(m.time);
+        }
+    }
+    for (system, steps, cums) in step_speedups.iter().skip(1) {
+        let g = |v: &[f64]| geomean(v).map_or("-".into(), |g| format!("{g:.2}x"));
+        rows.push(vec!["geomean".into(), system.clone(), String::new(), g(steps), g(cums)]);
+    }
+    format!(
+        "\nSteps: each system against the one before it and the first; throughput as % of peak:\n{}",
+        layout(&rows)
+    )
 }
 
 /// Lays out `rows` (the first is the header) in aligned columns.
@@ -156,6 +230,8 @@ fn mlp_json(p: &MlpProfile) -> Value {
         "in_flight_lookups_per_core": p.in_flight_per_core,
         "memory_utilization": p.hbm_utilization,
         "memory_utilization_per_core": p.hbm_utilization_per_core,
+        "compute_utilization": p.compute_utilization,
+        "access_utilization": p.access_utilization,
     })
 }
 

@@ -195,7 +195,13 @@ pub struct RunResult {
     /// Memory requests the cores and access units sent into the hierarchy (line reads and
     /// writes, output-queue chunk writes included): the work a run simulates.
     pub issued_requests: u64,
-    /// Latency of every lookup, in ps, measured at the requester.
+    /// Instructions the cores retired.
+    pub instructions: u64,
+    /// Line read requests the access units sent (their stream loads).
+    pub au_requests: u64,
+    /// Latency of every lookup, in ps, measured at the requester: rows of buffer streams and
+    /// loads the compiler tagged as lookups (none when a row is fetched chunk by chunk, as at
+    /// `-O0` and `-O1`).
     pub lookup_latency: Histogram<u64>,
     /// Whether every output element equals the reference (the first mismatch otherwise).
     pub verified: Result<(), String>,
@@ -514,23 +520,27 @@ pub fn run(
     let lat_name = if sys.access_unit.is_some() { "au.lookup_latency" } else { "lookup_latency" };
     let mut lookup_latency =
         Histogram::<u64>::new_with_bounds(1, 1_000_000_000, 3).map_err(|err| build_err("stats", err))?;
-    let mut lookups = 0;
     for (name, _) in &cores {
         if let Some(h) = stats.lookup_histogram(&format!("{name}.{lat_name}")) {
-            lookups += h.len();
             lookup_latency.add(h).map_err(|err| build_err("stats", err))?;
         }
     }
-    let mut issued_requests = 0;
+    // The workload's lookups, however the program fetches them (whole rows or chunks).
+    let lookups = w.instance.indices.len() as u64;
+    let (mut issued_requests, mut instructions, mut au_requests) = (0, 0, 0);
     for (_, id) in cores.iter().chain(&units) {
-        issued_requests += match e.component(*id) {
-            Some(Node::Core(c)) => c.counters().mem_requests,
+        match e.component(*id) {
+            Some(Node::Core(c)) => {
+                issued_requests += c.counters().mem_requests;
+                instructions += c.counters().instructions;
+            }
             Some(Node::Au(u)) => {
                 let c = u.counters();
-                c.requests + c.write_requests
+                issued_requests += c.requests + c.write_requests;
+                au_requests += c.requests;
             }
-            _ => 0,
-        };
+            _ => {}
+        }
     }
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
     let (bytes, requests) = match e.component(mem) {
@@ -549,6 +559,8 @@ pub fn run(
         bytes,
         requests,
         issued_requests,
+        instructions,
+        au_requests,
         lookup_latency,
         verified,
         outputs,

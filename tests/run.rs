@@ -194,7 +194,10 @@ fn every_shipped_experiment_config_loads() {
         }
     }
     loaded.sort();
-    assert_eq!(loaded, ["bench-system", "dae-vs-cpu", "h100-vs-dae", "motivation-latency", "motivation-mlp"]);
+    assert_eq!(
+        loaded,
+        ["bench-system", "dae-vs-cpu", "ember-ladder", "h100-vs-dae", "motivation-latency", "motivation-mlp"]
+    );
     // The speed benchmark is the one the issue names: the DAE chip at 8 cores, RM2 at batch 256.
     let exp = Experiment::load(&common::configs().join("bench-system.toml"), &Overrides::default()).unwrap();
     let Some((_, SystemPlan::Dae(dae))) = exp.systems.first() else { panic!("a DAE system") };

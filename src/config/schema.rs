@@ -50,6 +50,10 @@ fn default_seed() -> u64 {
 pub struct ReportSection {
     /// System the others' speedups are relative to.
     pub baseline: Option<String>,
+    /// Also report each system against the one listed before it (a ladder of steps, such as
+    /// the `-O` levels), with compute and access throughput.
+    #[serde(default)]
+    pub steps: bool,
 }
 
 /// What a system is.
