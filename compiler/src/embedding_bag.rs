@@ -9,7 +9,7 @@
 //! order of accumulation and simulated outputs must equal the reference bit for bit.
 
 use crate::indices::IndexGenerator;
-use crate::workload::{Pooling, WorkloadSpec};
+use crate::workload::{IndexDistribution, Pooling, WorkloadSpec};
 use sim_core::SeedTree;
 use sim_core::procedural::{column_key, keyed_value};
 
@@ -43,6 +43,9 @@ impl EmbeddingBagInstance {
             return Self { offsets: csr.offsets, indices: csr.sources, weights, table_seed };
         }
         let dist = spec.indices.unwrap_or(crate::workload::IndexDistribution::Uniform);
+        if spec.op == crate::workload::Op::SparseAttention {
+            return Self::attention(spec, dist, &tree, table_seed);
+        }
         let mut offsets = Vec::with_capacity(spec.bags() as usize + 1);
         let mut indices = Vec::with_capacity(spec.lookups() as usize);
         offsets.push(0);
@@ -56,6 +59,39 @@ impl EmbeddingBagInstance {
             }
         }
         let weights = spec.weights.then(|| draw_weights(indices.len(), &mut tree.stream("weights")));
+        Self { offsets, indices, weights, table_seed }
+    }
+
+    /// Sparse attention: per query, `bag_size / block` distinct blocks of `block` consecutive
+    /// positions, drawn from `dist` over the head's blocks, in ascending order (as kernels
+    /// gather them); the weights are the attention scores.
+    fn attention(spec: &WorkloadSpec, dist: IndexDistribution, tree: &SeedTree, table_seed: u64) -> Self {
+        let block = u64::from(spec.block.max(1));
+        let blocks = (spec.rows / block).max(1);
+        let per_query = (spec.bag_size as u64 / block) as usize;
+        let mut offsets = vec![0u32];
+        let mut indices = Vec::with_capacity(spec.lookups() as usize);
+        let mut chosen: Vec<u64> = Vec::with_capacity(per_query);
+        for t in 0..spec.tables {
+            let mut g = IndexGenerator::new(dist, blocks, tree.stream(&format!("head{t}.blocks")));
+            for _ in 0..spec.batch {
+                chosen.clear();
+                // Distinct blocks (k is far below the context length, so redraws are rare;
+                // validation guarantees enough blocks exist).
+                while chosen.len() < per_query {
+                    let b = g.next_index();
+                    if !chosen.contains(&b) {
+                        chosen.push(b);
+                    }
+                }
+                chosen.sort_unstable();
+                for &b in &chosen {
+                    indices.extend((b * block..(b + 1) * block).map(|p| p as u32));
+                }
+                offsets.push(indices.len() as u32);
+            }
+        }
+        let weights = Some(draw_weights(indices.len(), &mut tree.stream("scores")));
         Self { offsets, indices, weights, table_seed }
     }
 

@@ -47,8 +47,11 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let next = b.val(Opcode::Int(IntOp::Add), "b1", vec![v(bag), i(1)]);
     let lo = b.val(Opcode::Load, "lo", vec![m(offsets), v(bag)]);
     let hi = b.val(Opcode::Load, "hi", vec![m(offsets), v(next)]);
-    let table = b.val(Opcode::Int(IntOp::Div), "t", vec![v(bag), i(spec.batch.max(1) as i64)]);
-    let base = b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.rows as i64)]);
+    // The bag's table's first row in the stacked tables (none to compute for one table).
+    let base = (spec.tables > 1).then(|| {
+        let table = b.val(Opcode::Int(IntOp::Div), "t", vec![v(bag), i(spec.batch.max(1) as i64)]);
+        b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.rows as i64)])
+    });
     // The pooling's identity.
     let init = match spec.pooling {
         Pooling::Sum | Pooling::Mean => Arg::Float(0.0),
@@ -64,7 +67,10 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     b.close();
     let j = b.open(Opcode::For, "j", vec![v(lo), v(hi)]).expect("iv");
     let index = b.val(Opcode::Load, "i", vec![m(indices), v(j)]);
-    let row = b.val(Opcode::Int(IntOp::Add), "r", vec![v(index), v(base)]);
+    let row = match base {
+        Some(base) => b.val(Opcode::Int(IntOp::Add), "r", vec![v(index), v(base)]),
+        None => index,
+    };
     let w = weights.map(|w| b.val(Opcode::Load, "w", vec![m(w), v(j)]));
     let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
     let mut x = b.val(Opcode::Load, "x", vec![m(tables), v(row), v(k)]);

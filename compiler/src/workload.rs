@@ -44,8 +44,13 @@ pub enum Op {
     /// PyTorch `nn.EmbeddingBag` over several tables.
     EmbeddingBag,
     /// GNN neighbour aggregation: `out[v] = sum of x[u] over the edges u -> v` (an SpMM of the
-    /// adjacency matrix with the feature matrix, as PyG's `scatter(..., reduce="sum")`).
+    /// adjacency matrix with the feature matrix, as PyG's `scatter(..., reduce="sum")`; with
+    /// `weights`, the edge-weighted SpMM).
     GnnAggregate,
+    /// Sparse attention's KV gather: each query gathers its top-k KV rows of its head's cache
+    /// (`tables` heads of `rows` positions, `batch` queries per head, `bag_size` = k, in blocks
+    /// of `block` consecutive positions) and sums them weighted by its attention scores.
+    SparseAttention,
 }
 
 /// How the rows of a bag are combined.
@@ -122,7 +127,11 @@ pub struct WorkloadSpec {
     /// PyTorch.
     #[serde(default)]
     pub weights: bool,
-    /// How indices are drawn (embedding bags only).
+    /// Sparse attention: positions are selected in blocks of this many consecutive rows
+    /// (block-sparse attention; 1 selects single positions, top-k). Must divide `bag_size`.
+    #[serde(default)]
+    pub block: u32,
+    /// How indices are drawn (embedding bags; the blocks of sparse attention).
     #[serde(default)]
     pub indices: Option<IndexDistribution>,
     /// The graph (GNN aggregation only).
@@ -166,6 +175,42 @@ impl WorkloadSpec {
                         return Err(bad(field, "required (at least 1) for op = \"embedding_bag\""));
                     }
                 }
+            }
+            Op::SparseAttention => {
+                if self.graph.is_some() {
+                    return Err(bad("graph", "only op = \"gnn_aggregate\" takes a graph"));
+                }
+                for (field, missing) in [
+                    ("tables", self.tables == 0),
+                    ("rows", self.rows == 0),
+                    ("batch", self.batch == 0),
+                    ("bag_size", self.bag_size == 0),
+                    ("indices", self.indices.is_none()),
+                ] {
+                    if missing {
+                        return Err(bad(field, "required (at least 1) for op = \"sparse_attention\""));
+                    }
+                }
+                if self.pooling != Pooling::Sum {
+                    return Err(bad("pooling", "sparse attention sums the rows weighted by the scores"));
+                }
+                let block = self.block.max(1);
+                if !self.bag_size.is_multiple_of(block) {
+                    return Err(bad("block", format!("{block} does not divide bag_size {}", self.bag_size)));
+                }
+                // Distinct blocks are drawn by rejection: keep them at most half of the context.
+                if 2 * u64::from(self.bag_size / block) > self.rows / u64::from(block) {
+                    return Err(bad(
+                        "bag_size",
+                        format!(
+                            "{} positions in blocks of {block} exceed half of the {} rows (top-k selects few)",
+                            self.bag_size, self.rows
+                        ),
+                    ));
+                }
+                w.block = block;
+                // The attention scores weight the rows.
+                w.weights = true;
             }
             Op::GnnAggregate => {
                 let Some(g) = self.graph else {
@@ -229,9 +274,12 @@ impl WorkloadSpec {
         {
             return Err(bad("indices.alpha", format!("{alpha} must be a positive number")));
         }
+        if self.op != Op::SparseAttention && self.block > 1 {
+            return Err(bad("block", "only op = \"sparse_attention\" selects blocks"));
+        }
         match (self.op, self.graph) {
-            (Op::EmbeddingBag, None) if self.indices.is_some() => {}
-            (Op::EmbeddingBag, _) => {
+            (Op::EmbeddingBag | Op::SparseAttention, None) if self.indices.is_some() => {}
+            (Op::EmbeddingBag | Op::SparseAttention, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }
             (Op::GnnAggregate, Some(g)) => {

@@ -19,6 +19,7 @@ fn spec() -> WorkloadSpec {
         batch: 5,
         bag_size: 4,
         weights: false,
+        block: 0,
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
     }

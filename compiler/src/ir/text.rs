@@ -94,8 +94,9 @@ pub fn parse(text: &str) -> Result<Func, ParseError> {
         .strip_prefix("func @")
         .and_then(|r| r.strip_suffix('{'))
         .ok_or_else(|| err(n, format!("expected `func @name : level {{`, found `{header}`")))?;
+    // The level follows the last colon: a name (the workload's) may hold colons itself.
     let (name, level) =
-        rest.split_once(':').ok_or_else(|| err(n, "expected `: level` after the name".into()))?;
+        rest.rsplit_once(':').ok_or_else(|| err(n, "expected `: level` after the name".into()))?;
     let level = Level::from_name(level.trim())
         .ok_or_else(|| err(n, format!("unknown level `{}` (loop, slc, dlc)", level.trim())))?;
     let mut f = Func::new(name.trim(), level);

@@ -1,15 +1,16 @@
 //! The verifier of every level: which ops may appear where, their arguments, and scoping.
 //!
 //! - Loop level: core ops only.
-//! - SLC: `slc.for` nests holding streams (`slc.mem`, `slc.vmem`, `slc.buf`, ALU streams) and
-//!   callbacks; a callback's body holds core ops and `slc.from_stream`, and may not define
-//!   streams. Streams read only read-only memories.
+//! - SLC: `slc.for` nests (nothing else at the top level) holding streams (`slc.mem`,
+//!   `slc.vmem`, `slc.buf`, ALU streams) and callbacks; a callback's body holds core ops and
+//!   `slc.from_stream`, and may not define streams. Streams read only read-only memories.
 //! - DLC: one `dlc.configure_access` (TUs, streams, callbacks, operands) and one
 //!   `dlc.compute_loop` of `dlc.case`s, whose bodies hold core ops and `dlc.pop_operand`.
 //!
 //! Everywhere: a value is used only where it is visible (defined earlier in an enclosing
 //! region, or the induction variable of an enclosing loop), memory accesses give one index per
-//! dimension, and no op stores into a read-only memory.
+//! dimension, no op stores into a read-only memory, and only ops that take a region have one
+//! (the text form could not show any other).
 
 use super::{Arg, Func, Level, Op, Opcode, Value};
 use std::collections::HashSet;
@@ -36,6 +37,8 @@ enum Context {
     Callback,
     /// Core code inside a DLC case (may pop operands).
     Case,
+    /// An SLC function's top level (only `slc.for`).
+    SlcTop,
     /// The SLC access nest.
     Slc,
     /// A DLC function's top level.
@@ -46,16 +49,45 @@ enum Context {
     ComputeLoop,
 }
 
+impl Context {
+    /// Where this is, in words (for messages).
+    fn describe(self) -> &'static str {
+        match self {
+            Context::Core => "core code",
+            Context::Callback => "an SLC callback",
+            Context::Case => "a DLC case",
+            Context::SlcTop => "an SLC function's top level (only slc.for)",
+            Context::Slc => "an SLC access loop (streams, loops and callbacks)",
+            Context::DlcTop => "a DLC function's top level (dlc.configure_access, dlc.compute_loop)",
+            Context::Configure => "dlc.configure_access",
+            Context::ComputeLoop => "dlc.compute_loop (only dlc.case)",
+        }
+    }
+}
+
 /// Checks `f` against the rules of its level.
 pub fn verify(f: &Func) -> Result<(), VerifyError> {
     let ctx = match f.level {
         Level::Loop => Context::Core,
-        Level::Slc => Context::Slc,
+        Level::Slc => Context::SlcTop,
         Level::Dlc => Context::DlcTop,
     };
     let mut scope = Vec::new();
     let mut defined = HashSet::new();
-    check_ops(f, &f.body, ctx, &mut scope, &mut defined)
+    check_ops(f, &f.body, ctx, &mut scope, &mut defined)?;
+    if f.level == Level::Dlc {
+        for opcode in [Opcode::DlcConfigure, Opcode::DlcComputeLoop] {
+            let n = f.body.iter().filter(|o| o.opcode == opcode).count();
+            if n != 1 {
+                return Err(VerifyError {
+                    func: f.name.clone(),
+                    op: opcode.name(),
+                    message: format!("a DLC function holds exactly one, found {n}"),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_ops(
@@ -69,7 +101,7 @@ fn check_ops(
     for op in ops {
         let fail = |message: String| VerifyError { func: f.name.clone(), op: op.opcode.name(), message };
         if !allowed(op.opcode, ctx) {
-            return Err(fail(format!("not allowed here ({ctx:?})")));
+            return Err(fail(format!("not allowed in {}", ctx.describe())));
         }
         for v in op.value_args() {
             if !scope.contains(&v) {
@@ -89,11 +121,15 @@ fn check_ops(
                 return Err(fail(format!("%{} is defined twice", f.name(r))));
             }
         }
+        if !op.opcode.has_region() && !op.regions.is_empty() {
+            return Err(fail("takes no region".into()));
+        }
         if op.opcode.has_region() {
             if op.regions.len() != 1 {
                 return Err(fail("needs exactly one region".into()));
             }
             let inner = match (op.opcode, ctx) {
+                (Opcode::SlcFor, _) => Context::Slc,
                 (Opcode::SlcCallback(_), _) => Context::Callback,
                 (Opcode::DlcConfigure, _) => Context::Configure,
                 (Opcode::DlcComputeLoop, _) => Context::ComputeLoop,
@@ -122,6 +158,7 @@ fn allowed(op: Opcode, ctx: Context) -> bool {
         Context::Core => op.is_core(),
         Context::Callback => op.is_core() || op == Opcode::SlcFromStream,
         Context::Case => op.is_core() || op == Opcode::DlcPopOperand,
+        Context::SlcTop => op == Opcode::SlcFor,
         Context::Slc => matches!(
             op,
             Opcode::SlcFor

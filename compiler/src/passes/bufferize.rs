@@ -112,12 +112,13 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
     rename(&mut begin, &alias);
     rename(&mut end, &alias);
     cb_body.extend(begin);
-    cb_body.push(Op {
+    // Loop-invariant ops (the broadcast of a lookup's weight) move before the loop.
+    cb_body.extend(super::vectorize::hoist_invariants(Op {
         opcode: Opcode::For,
         results: vec![kc],
         args: vec![Arg::Int(lo), Arg::Int(hi), Arg::Int(step)],
         regions: vec![loop_body],
-    });
+    }));
     cb_body.extend(end);
     let mut new_body: Vec<Op> = body[..at].to_vec();
     new_body.extend(bufs);

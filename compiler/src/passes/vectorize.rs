@@ -25,18 +25,19 @@ pub fn vectorize(f: &Func, vl: u32) -> Func {
     out
 }
 
-fn vectorize_ops(f: &mut Func, ops: &mut [Op], vl: i64) {
-    for op in ops.iter_mut() {
+fn vectorize_ops(f: &mut Func, ops: &mut Vec<Op>, vl: i64) {
+    let mut out = Vec::with_capacity(ops.len());
+    for mut op in std::mem::take(ops) {
         match op.opcode {
             Opcode::For => {
-                if let Some(v) = core_loop(f, op, vl) {
-                    *op = v;
+                if let Some(v) = core_loop(f, &op, vl) {
+                    out.extend(hoist_invariants(v));
                     continue;
                 }
             }
             Opcode::SlcFor => {
-                if let Some(v) = access_loop(f, op, vl) {
-                    *op = v;
+                if let Some(v) = access_loop(f, &op, vl) {
+                    out.push(v);
                     continue;
                 }
             }
@@ -45,7 +46,30 @@ fn vectorize_ops(f: &mut Func, ops: &mut [Op], vl: i64) {
         for r in &mut op.regions {
             vectorize_ops(f, r, vl);
         }
+        out.push(op);
     }
+    *ops = out;
+}
+
+/// Moves a core loop's invariant broadcasts and arithmetic before it: the ops, then the loop.
+pub(crate) fn hoist_invariants(mut l: Op) -> Vec<Op> {
+    let mut varying: HashSet<Value> = l.results.iter().copied().collect();
+    let mut hoisted = Vec::new();
+    let mut kept = Vec::new();
+    for op in std::mem::take(&mut l.regions[0]) {
+        let invariant =
+            matches!(op.opcode, Opcode::VBcast | Opcode::Int(_) | Opcode::Float(_) | Opcode::IToF)
+                && !op.value_args().any(|v| varying.contains(&v));
+        if invariant {
+            hoisted.push(op);
+        } else {
+            varying.extend(op.results.iter().copied());
+            kept.push(op);
+        }
+    }
+    l.regions[0] = kept;
+    hoisted.push(l);
+    hoisted
 }
 
 fn const_bounds(op: &Op) -> Option<(i64, i64)> {

@@ -51,6 +51,8 @@ pub struct CoreEmitter<'a> {
     /// Values computed straight into an accumulator (their only use is the `vsetacc` after
     /// them), which saves the move.
     pin: HashMap<Value, u8>,
+    /// Values that are all-zero vectors (an accumulator set from one is zeroed in place).
+    zeros: std::collections::HashSet<Value>,
 }
 
 /// An op the core cannot run or a program that does not fit its registers.
@@ -75,6 +77,7 @@ impl<'a> CoreEmitter<'a> {
             live: Vec::new(),
             accs: 0,
             pin: HashMap::new(),
+            zeros: Default::default(),
         };
         let mut uses: HashMap<Value, usize> = HashMap::new();
         walk(&f.body, &mut |op| {
@@ -366,6 +369,7 @@ impl<'a> CoreEmitter<'a> {
             }
             Opcode::VBcast => {
                 if self.arg(a[0])? == Loc::F(0.0) {
+                    self.zeros.insert(op.result());
                     let vd = self.alloc_v(op.result())?;
                     self.line(&format!("vzero v{vd}"));
                 } else {
@@ -395,6 +399,10 @@ impl<'a> CoreEmitter<'a> {
             }
             Opcode::VSetAcc => {
                 let n = a[0].int().ok_or("vsetacc needs a slot")? as u8;
+                if a[1].value().is_some_and(|v| self.zeros.contains(&v)) {
+                    self.line(&format!("vzero v{n}"));
+                    return Ok(());
+                }
                 let vs = self.vreg(a[1])?;
                 if vs != n {
                     // A move: maxNum(x, x) = x.
