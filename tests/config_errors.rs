@@ -114,3 +114,51 @@ fn out_of_range_core_and_access_unit_sizes_are_named() {
     let err = fails(&cfg);
     assert!(err.contains("system[0].access_unit.lanes") && err.contains("must be 1 to 64"), "{err}");
 }
+
+#[test]
+fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
+    let dir = temp_dir("bad-workload");
+    let base = "name = \"w\"\nop = \"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\n\
+                batch = 2\nbag_size = 4\n[indices]\ndistribution = \"uniform\"\n";
+    for (n, (edit, want)) in [
+        (("op = \"embedding_bag\"", "op = \"spmv\""), "unknown variant `spmv`"),
+        (("dtype = \"f32\"", "dtype = \"f16\""), "dtype: F16 tables are not supported yet"),
+        (
+            ("batch = 2", "batch = 2\npooling = \"max\"\nweights = true"),
+            "weights: per-lookup weights need pooling",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"sparse_attention\"\nblock = 3"),
+            "block: 3 does not divide bag_size 4",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.join(format!("w{n}.toml"));
+        std::fs::write(&path, base.replace(edit.0, edit.1)).unwrap();
+        let o = dae_sim(&["compile", "--workload", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains(&path.display().to_string()) && err.contains(want), "{edit:?}: {err}");
+    }
+    for (edit, key, why) in [
+        ("compiler = { opt_level = 4 }", "system[0].compiler.opt_level", "4 is not a level (0 to 3)"),
+        (
+            "compiler = { passes = [\"decouple\", \"unroll\"] }",
+            "system[0].compiler.passes",
+            "unknown pass `unroll`",
+        ),
+    ] {
+        let cfg = small_experiment(&dir, "");
+        let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+            "cores = 4\n",
+            &format!("cores = 4\n{edit}\n"),
+            1,
+        );
+        std::fs::write(&cfg, text).unwrap();
+        let err = fails(&cfg);
+        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
+    }
+}
