@@ -167,6 +167,9 @@ pub enum StreamKind {
         bytes: u32,
         /// Whether these loads are the embedding lookups whose latency is reported.
         lookup: bool,
+        /// Whether its line requests carry the non-temporal hint (rows with no reuse: a cache
+        /// configured for it bypasses them or inserts them at LRU).
+        non_temporal: bool,
     },
     /// `a op b`.
     Alu {

@@ -12,6 +12,7 @@
 //! s3 = ite t1
 //! s4 = load.u32 [0x2000 + s3 * 4] in t1
 //! s5 = load.row 256 [0x100000 + s4 * 256] in t1 !lookup   # buffer stream; also: mem.row
+//!                                          # (`!nt` after it: non-temporal line requests)
 //! s6 = alu.add s3, 1 in t1
 //! s7 = fwd s0 in t1                       # a value of an enclosing TU (or a constant)
 //! s8 = ite t2                             # the index loaded at each position
@@ -98,7 +99,7 @@ impl fmt::Display for AuProgram {
                     let _ =
                         write!(line, "load.u32 [{base:#x} + {} * {scale}] in t{}", operand(&index), s.tu.0);
                 }
-                StreamKind::Row { base, index, scale, bytes, lookup } => {
+                StreamKind::Row { base, index, scale, bytes, lookup, non_temporal } => {
                     let _ = write!(
                         line,
                         "load.row {bytes} [{base:#x} + {} * {scale}] in t{}",
@@ -107,6 +108,9 @@ impl fmt::Display for AuProgram {
                     );
                     if lookup {
                         line.push_str(" !lookup");
+                    }
+                    if non_temporal {
+                        line.push_str(" !nt");
                     }
                 }
                 StreamKind::Alu { op, a, b } => {
@@ -307,7 +311,8 @@ fn parse_stream(l: &mut Line, expect: usize) -> Result<Stream, ParseError> {
             let (base, index, scale) = address(l)?;
             let tu = in_tu(l)?;
             let lookup = l.try_eat("!lookup");
-            (tu, StreamKind::Row { base, index, scale, bytes, lookup })
+            let non_temporal = l.try_eat("!nt");
+            (tu, StreamKind::Row { base, index, scale, bytes, lookup, non_temporal })
         }
         _ => match op.strip_prefix("alu.") {
             Some(name) => {

@@ -986,7 +986,11 @@ where
                 let k = k as usize;
                 let addr = (it.addr[k] / line + it.lines_issued[k] as u64) * line;
                 let id = ((l as u64) << 56) | ((k as u64) << 48) | (seq & SEQ_MASK);
-                let req = MemRequest::read(id, addr, self.cfg.line_bytes, ctx.now());
+                let mut req = MemRequest::read(id, addr, self.cfg.line_bytes, ctx.now());
+                req.non_temporal = matches!(
+                    self.program.streams[lev.streams[k] as usize].kind,
+                    StreamKind::Row { non_temporal: true, .. }
+                );
                 if ctx.send(self.ports.mem_req, M::wrap(req)).is_err() {
                     return any;
                 }

@@ -5,7 +5,8 @@ use access_unit::{AuError, Bounds, Layer, Operand, StreamKind, parse};
 use proptest::prelude::*;
 
 /// One program with every construct: dense/range/indexed TUs, single/lockstep/broadcast
-/// layers, ite/load/row/alu/fwd streams (both row flavours, constant and stream operands),
+/// layers, ite/load/row/alu/fwd streams (both row flavours, lookup and non-temporal rows,
+/// constant and stream operands),
 /// callbacks on every event with and without operands.
 const EVERY_KIND: &str = ".au
 tu t0 = dense 0..4 broadcast
@@ -17,7 +18,7 @@ s2 = load.u32 [0x1004 + s0 * 4] in t0
 s3 = ite t1
 s4 = load.u32 [0x2000 + s3 * 4] in t1
 s5 = load.row 256 [0x100000 + s4 * 256] in t1 !lookup
-s6 = load.row 64 [0x200000 + 3 * 64] in t1
+s6 = load.row 64 [0x200000 + 3 * 64] in t1 !nt
 s7 = alu.mul s3, 2 in t1
 s8 = alu.add s7, -1 in t1
 s9 = alu.sub s3, s0 in t1

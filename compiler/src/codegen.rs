@@ -15,7 +15,7 @@ use crate::frontend;
 use crate::ir::{Arg, Func, MemId, text, verify};
 use crate::layout::{DataRegion, Layout};
 use crate::passes::{
-    Pass, PassError, Passes, align, bufferize, dce, decouple, simplify_mem, to_dlc, vectorize,
+    Pass, PassError, Passes, align, bufferize, dce, decouple, nontemporal, simplify_mem, to_dlc, vectorize,
 };
 use crate::workload::{WorkloadError, WorkloadSpec};
 use access_unit::AuProgram;
@@ -183,13 +183,14 @@ pub fn compile_with_stages(
     let loop_fn = frontend::lower(spec, inst.indices.len() as u64);
     check(&loop_fn, "loop level")?;
     let bases = bases(&loop_fn, &layout);
+    let reuse = row_reuse(spec, &inst);
     if let Some(s) = stages.as_deref_mut() {
         s.loop_level = text::print(&loop_fn);
     }
     let mut jobs = Vec::new();
     for bags in partition_by_cost(&inst.offsets, target.cores) {
         let mut record: Vec<(String, String)> = Vec::new();
-        let lowered = lower_core(&loop_fn, &bags, target, &bases, &mut record);
+        let lowered = lower_core(&loop_fn, &bags, target, &bases, reuse, &mut record);
         // The stages so far are kept even when a later one fails: they show where.
         if let Some(s) = stages.as_deref_mut() {
             s.cores.push(record);
@@ -202,6 +203,21 @@ pub fn compile_with_stages(
         jobs.push(CoreJob { bags, au, core, output_base, output_elems });
     }
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
+}
+
+/// The fraction of lookups that touch a (table, row) an earlier lookup of the batch touched.
+fn row_reuse(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> f64 {
+    let mut seen = std::collections::HashSet::with_capacity(inst.indices.len());
+    let mut reused = 0u64;
+    for (g, w) in inst.offsets.windows(2).enumerate() {
+        let table = g as u64 / u64::from(spec.batch.max(1));
+        for &row in &inst.indices[w[0] as usize..w[1] as usize] {
+            if !seen.insert((table, row)) {
+                reused += 1;
+            }
+        }
+    }
+    if inst.indices.is_empty() { 0.0 } else { reused as f64 / inst.indices.len() as f64 }
 }
 
 /// Verifies a stage's function; a failure is a compiler bug.
@@ -243,6 +259,7 @@ fn lower_core(
     bags: &Range<u64>,
     target: TargetInfo,
     bases: &HashMap<MemId, u64>,
+    reuse: f64,
     record: &mut Vec<(String, String)>,
 ) -> Result<(Option<AuProgram>, String), CompileError> {
     let p = target.passes;
@@ -267,6 +284,9 @@ fn lower_core(
         return Ok((None, core));
     }
     f = step(decouple::decouple(&f)?, Pass::Decouple, record)?;
+    if p.has(Pass::NonTemporal) {
+        f = step(nontemporal::nontemporal(&f, &[(frontend::TABLES, reuse)]), Pass::NonTemporal, record)?;
+    }
     if p.has(Pass::Vectorize) {
         f = step(vectorize::vectorize(&f, vl), Pass::Vectorize, record)?;
     }

@@ -208,3 +208,22 @@ fn gnn_and_embedding_bag_fields_do_not_mix() {
     assert_eq!(bad_scale.resolved().unwrap_err().field, "graph.scale");
     assert!(spec().resolved().is_ok());
 }
+
+#[test]
+fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
+    let passes = Passes::parse("decouple,nontemporal,vectorize,bufferize,simplify-mem,align-queues").unwrap();
+    let info = TargetInfo { target: Target::Decoupled, cores: 2, vector_lanes: 16, au_lanes: 8, passes };
+    // Uniform over a large table: almost no row is looked up twice.
+    let cold = WorkloadSpec { rows: 1_000_000, indices: Some(IndexDistribution::Uniform), ..spec() };
+    // A few rows for many lookups: nearly every lookup reuses a row.
+    let hot = WorkloadSpec { rows: 4, ..spec() };
+    for (s, marked) in [(cold, true), (hot, false)] {
+        let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(5));
+        let mut stages = compiler::Stages::default();
+        let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
+        let au = c.jobs[0].au.as_ref().unwrap().to_string();
+        assert_eq!(au.contains(" !nt"), marked, "{au}");
+        let slc = &stages.cores[0].iter().find(|(n, _)| n == "slc").unwrap().1;
+        assert_eq!(slc.contains("readonly nontemporal"), marked, "{slc}");
+    }
+}

@@ -61,6 +61,8 @@ pub struct Mem {
     pub shape: Vec<u64>,
     /// Whether the kernel only reads it (what the access unit may load).
     pub readonly: bool,
+    /// Whether its rows see no reuse, so loads of it carry the non-temporal hint.
+    pub nontemporal: bool,
 }
 
 impl Mem {
@@ -179,7 +181,7 @@ impl Func {
 
     /// Declares a memory.
     pub fn mem(&mut self, name: &str, elem: Elem, shape: Vec<u64>, readonly: bool) -> MemId {
-        self.mems.push(Mem { name: name.into(), elem, shape, readonly });
+        self.mems.push(Mem { name: name.into(), elem, shape, readonly, nontemporal: false });
         MemId(self.mems.len() as u32 - 1)
     }
 

@@ -36,7 +36,8 @@ pub fn print(f: &Func) -> String {
     for m in &f.mems {
         let shape: Vec<String> = m.shape.iter().map(u64::to_string).collect();
         let ro = if m.readonly { " readonly" } else { "" };
-        let _ = writeln!(t, "  mem @{} : {}[{}]{ro}", m.name, m.elem.name(), shape.join(", "));
+        let nt = if m.nontemporal { " nontemporal" } else { "" };
+        let _ = writeln!(t, "  mem @{} : {}[{}]{ro}{nt}", m.name, m.elem.name(), shape.join(", "));
     }
     print_ops(f, &f.body, 1, &mut t);
     t.push_str("}\n");
@@ -160,12 +161,17 @@ fn parse_mem(decl: &str) -> Result<Mem, String> {
         .split(',')
         .map(|s| s.trim().parse::<u64>().map_err(|_| format!("bad extent `{}`", s.trim())))
         .collect::<Result<Vec<_>, _>>()?;
-    let readonly = match flags.trim() {
-        "" => false,
-        "readonly" => true,
-        other => return Err(format!("unknown memory flag `{other}` (readonly)")),
-    };
-    Ok(Mem { name: name.trim().to_string(), elem, shape, readonly })
+    let (mut readonly, mut nontemporal) = (false, false);
+    for flag in flags.split_whitespace() {
+        match flag {
+            "readonly" if !readonly => readonly = true,
+            "nontemporal" if !nontemporal => nontemporal = true,
+            other => {
+                return Err(format!("unknown or repeated memory flag `{other}` (readonly, nontemporal)"));
+            }
+        }
+    }
+    Ok(Mem { name: name.trim().to_string(), elem, shape, readonly, nontemporal })
 }
 
 fn parse_op(f: &mut Func, names: &mut HashMap<String, super::Value>, line: &str) -> Result<Op, String> {

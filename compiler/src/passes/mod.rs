@@ -15,11 +15,16 @@
 //! bufferization, so at `-O0` and `-O1` it finds nothing to do. On a core-only target
 //! `decouple`, `bufferize` and `align-queues` do not apply; `vectorize` and `simplify-mem`
 //! transform the loop-level program the core runs.
+//!
+//! `nontemporal` (beyond Ember, in no level: add it with `--passes` or `passes = [...]`) marks
+//! tables whose rows the batch does not reuse, so the access unit's loads of them carry the
+//! non-temporal hint.
 
 pub mod align;
 pub mod bufferize;
 pub mod dce;
 pub mod decouple;
+pub mod nontemporal;
 pub mod simplify_mem;
 pub mod to_dlc;
 pub mod vectorize;
@@ -56,12 +61,20 @@ pub enum Pass {
     AlignQueues,
     /// A bag's output row in registers instead of memory.
     SimplifyMem,
+    /// Non-temporal hints on rows the batch does not reuse (beyond Ember; in no `-O` level).
+    NonTemporal,
 }
 
 impl Pass {
     /// Every pass, in pipeline order.
-    pub const ALL: [Pass; 5] =
-        [Pass::Decouple, Pass::Vectorize, Pass::Bufferize, Pass::SimplifyMem, Pass::AlignQueues];
+    pub const ALL: [Pass; 6] = [
+        Pass::Decouple,
+        Pass::NonTemporal,
+        Pass::Vectorize,
+        Pass::Bufferize,
+        Pass::SimplifyMem,
+        Pass::AlignQueues,
+    ];
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
@@ -71,6 +84,7 @@ impl Pass {
             Pass::Bufferize => "bufferize",
             Pass::AlignQueues => "align-queues",
             Pass::SimplifyMem => "simplify-mem",
+            Pass::NonTemporal => "nontemporal",
         }
     }
 

@@ -243,6 +243,7 @@ impl AuBuilder<'_> {
                     scale: unit,
                     bytes: (vl as u64 * elem_bytes) as u32,
                     lookup: false,
+                    non_temporal: decl.nontemporal,
                 }
             }
             _ => StreamKind::Row {
@@ -251,6 +252,7 @@ impl AuBuilder<'_> {
                 scale: unit,
                 bytes: (row_elems * elem_bytes) as u32,
                 lookup: decl.readonly && decl.elem == Elem::F32,
+                non_temporal: decl.nontemporal,
             },
         };
         let s = self.push(t, stream_kind)?;
