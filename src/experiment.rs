@@ -258,6 +258,13 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
                 .map_err(|e| doc.error_at(&at("compiler.passes"), e))?;
         }
     }
+    let programs = match s.compiler.as_ref().and_then(|cs| cs.programs.as_deref()) {
+        Some(_) if access_unit.is_none() => {
+            return Err(doc.error_at(&at("compiler.programs"), "hand-written programs need an access unit"));
+        }
+        Some(stem) => Some(hand_programs(doc, &at("compiler.programs"), stem)?),
+        None => None,
+    };
     Ok(DaeSystem {
         cores,
         core,
@@ -267,7 +274,37 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         caches,
         memory,
         passes,
+        programs,
     })
+}
+
+/// Reads the templates `<stem>.au` and `<stem>.core` named by the key at `key`, the stem relative
+/// to the file that sets it (as `include` resolves its path).
+fn hand_programs(doc: &Document, key: &str, stem: &str) -> Result<compiler::hand::HandPrograms, ConfigError> {
+    let dir = doc.locate(key).and_then(|l| l.file.parent()).unwrap_or(Path::new("")).to_path_buf();
+    let read = |ext: &str| {
+        let path = tidy(&dir.join(format!("{stem}.{ext}")));
+        std::fs::read_to_string(&path)
+            .map(|text| compiler::hand::Template { name: path.display().to_string(), text })
+            .map_err(|e| doc.error_at(key, format!("cannot read {}: {e}", path.display())))
+    };
+    Ok(compiler::hand::HandPrograms { au: read("au")?, core: read("core")? })
+}
+
+/// `path` without `.` components and with `dir/..` pairs folded (lexically), for messages.
+fn tidy(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn gpu_system(doc: &Document, i: usize, g: &Option<GpuConfig>) -> Result<GpuConfig, ConfigError> {
@@ -314,6 +351,20 @@ impl Experiment {
             let w = &file.workload[i];
             if file.workload[..i].iter().any(|o| o.name == w.name) {
                 return Err(doc.error_at(&format!("workload[{i}].name"), "two workloads have this name"));
+            }
+        }
+        // Hand-written programs must instantiate for every workload (placeholders, syntax).
+        for (i, (_, plan)) in systems.iter().enumerate() {
+            let SystemPlan::Dae(sys) = plan else { continue };
+            let Some(p) = &sys.programs else { continue };
+            let au_lanes = sys.target_info().au_lanes;
+            for w in &file.workload {
+                compiler::hand::check(w, p, sys.vector_lanes, au_lanes).map_err(|e| {
+                    doc.error_at(
+                        &format!("system[{i}].compiler.programs"),
+                        format!("workload {}: {e}", w.name),
+                    )
+                })?;
             }
         }
         if let Some(b) = &file.report.baseline
@@ -491,8 +542,19 @@ pub fn run_pair(
 ) -> Result<Measured, String> {
     match plan {
         SystemPlan::Dae(sys) => {
-            let compiled: CompiledWorkload = compiler::compile(spec, inst.clone(), sys.target_info())
-                .map_err(|e| format!("compile: {e}"))?;
+            let target = sys.target_info();
+            let mut compiled: CompiledWorkload =
+                compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
+            if let Some(p) = &sys.programs {
+                compiled = compiler::hand::instantiate(
+                    &compiled,
+                    &p.au,
+                    &p.core,
+                    target.vector_lanes,
+                    target.au_lanes,
+                )
+                .map_err(|e| format!("programs: {e}"))?;
+            }
             crate::system::run(sys, &compiled, reference, max_sim_time, seeds)
                 .map(|r| measured(sys, r))
                 .map_err(|e| e.to_string())

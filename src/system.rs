@@ -147,6 +147,8 @@ pub struct DaeSystem {
     pub vector_lanes: u32,
     /// The compiler passes its programs get.
     pub passes: compiler::Passes,
+    /// Hand-written program templates that replace the compiler's programs (`None`: compiled).
+    pub programs: Option<compiler::hand::HandPrograms>,
     /// The access unit, if the chip has them.
     pub access_unit: Option<AccessUnitSpec>,
     /// Where access units attach.

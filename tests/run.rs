@@ -196,7 +196,15 @@ fn every_shipped_experiment_config_loads() {
     loaded.sort();
     assert_eq!(
         loaded,
-        ["bench-system", "dae-vs-cpu", "ember-ladder", "h100-vs-dae", "motivation-latency", "motivation-mlp"]
+        [
+            "bench-system",
+            "compiled-vs-hand",
+            "dae-vs-cpu",
+            "ember-ladder",
+            "h100-vs-dae",
+            "motivation-latency",
+            "motivation-mlp",
+        ]
     );
     // The speed benchmark is the one the issue names: the DAE chip at 8 cores, RM2 at batch 256.
     let exp = Experiment::load(&common::configs().join("bench-system.toml"), &Overrides::default()).unwrap();

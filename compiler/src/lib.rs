@@ -1,17 +1,24 @@
-//! compiler: embedding workloads, described in TOML, to per-unit programs.
+//! compiler: embedding workloads, described in TOML, to per-unit programs (Ember's pipeline).
 //!
 //! A workload ([`workload::WorkloadSpec`]) names an operation and its shapes; its inputs are
 //! drawn from seeded generators ([`indices`]: uniform, or Zipf with a random permutation of row
-//! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) and its reference result is what PyTorch computes
-//! ([`embedding_bag`]). Code generation ([`codegen`]) places the data in the simulated address
-//! space ([`layout`]), partitions the bags across cores, and emits for each core an access-unit
-//! program and a core program (decoupled targets) or a loop nest with its own loads (core-only
-//! targets), all in the text forms of the two ISAs. The compiler knows nothing of timing.
+//! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) and its
+//! reference result is what PyTorch computes ([`embedding_bag`]). The front end ([`frontend`])
+//! lowers the operation to the loop level of the IR ([`ir`]: one generic op form, printed and
+//! parsed the same way at every level, with a verifier per level). [`codegen`] places the data
+//! in the simulated address space ([`layout`]), partitions the bags across cores by cost, and
+//! runs the passes ([`passes`], switchable by name and grouped as `-O0`..`-O3` after Ember's
+//! emb-opt0..3: decouple to SLC, vectorize, bufferize, simplify-mem, align-queues, then SLC to
+//! DLC); [`target`] maps DLC onto the access unit and the core's dispatch loop, or the loop
+//! level onto a core that runs alone, in the text forms of the two ISAs. The IR levels and
+//! passes follow the Ember paper and its public compiler (REFERENCE.md section 1). The compiler
+//! knows nothing of timing.
 
 pub mod codegen;
 pub mod embedding_bag;
 pub mod frontend;
 pub mod graph;
+pub mod hand;
 pub mod indices;
 pub mod ir;
 pub mod layout;

@@ -102,6 +102,10 @@ pub struct CompilerSection {
     pub opt_level: Option<u8>,
     /// Pass names, replacing the level's set (`["decouple", "vectorize"]`).
     pub passes: Option<Vec<String>>,
+    /// Hand-written programs instead of the compiler's: the path, without extension, of the
+    /// templates `<stem>.au` and `<stem>.core`, relative to the file that sets it (as `include`);
+    /// see `programs/README.md`.
+    pub programs: Option<String>,
 }
 
 /// `[system.core]`
