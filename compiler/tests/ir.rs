@@ -525,7 +525,10 @@ fn parser_takes_any_function_name_and_reports_other_mistakes_by_line() {
         ),
         ("func @p : loop {\n  %x = load @nope, 0\n}\n", "line 2: undeclared memory @nope"),
         ("func @p : loop {\n  add 1, 2\n}\n", "line 2: `add` defines 1 result(s), found 0"),
-        ("func @p : loop {\n  mem @a : f32[4] hot\n}\n", "line 2: unknown or repeated memory flag `hot` (readonly, nontemporal)"),
+        (
+            "func @p : loop {\n  mem @a : f32[4] hot\n}\n",
+            "line 2: unknown or repeated memory flag `hot` (readonly, nontemporal)",
+        ),
     ] {
         assert_eq!(parse_err(t).to_string(), want, "{t}");
     }
