@@ -5,7 +5,9 @@
 //! compute the linear element (or row) index. Layers: with a unit of two or more lanes, the
 //! innermost TU runs in lockstep over the lanes and its parent is a broadcast layer (the TMU's
 //! mapping of embedding bags); the others are single-lane. Buffer streams over read-only f32
-//! memories are the lookups whose latency is reported.
+//! memories are the lookups whose latency is reported. An ALU stream that only adds a
+//! constant to a memory index (`offsets[b + 1]`) folds into the memory stream's base address,
+//! so it takes no stream storage.
 
 use crate::ir::{Arg, Elem, Func, IntOp, MemId, Op, Opcode, Value};
 use access_unit::isa::{
@@ -20,10 +22,13 @@ pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Resul
         .iter()
         .find(|o| o.opcode == Opcode::DlcConfigure)
         .ok_or("the DLC function has no dlc.configure_access")?;
-    let mut b = AuBuilder { f, bases, p: AuProgram::default(), tus: HashMap::new(), streams: HashMap::new() };
+    let folded = foldable_offsets(config.body());
+    let mut b =
+        AuBuilder { f, bases, p: AuProgram::default(), tus: HashMap::new(), streams: HashMap::new(), folded };
     let mut callbacks: Vec<(u32, Callback)> = Vec::new();
     for op in config.body() {
         match op.opcode {
+            Opcode::DlcAlu(_) if b.folded.contains_key(&op.result()) => {}
             Opcode::DlcTu => b.tu(op)?,
             Opcode::DlcIte => b.ite(op)?,
             Opcode::DlcMem | Opcode::DlcVMem | Opcode::DlcBuf => b.mem(op)?,
@@ -71,6 +76,37 @@ pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Resul
     Ok(b.p)
 }
 
+/// ALU streams `x + c` (or `c + x`) used only as memory indices: value -> (x, c).
+fn foldable_offsets(ops: &[Op]) -> HashMap<Value, (Value, i64)> {
+    let mut candidates = HashMap::new();
+    for op in ops {
+        if let (Opcode::DlcAlu(IntOp::Add), [_, a, b]) = (op.opcode, op.args.as_slice()) {
+            match (*a, *b) {
+                (Arg::Value(x), Arg::Int(c)) | (Arg::Int(c), Arg::Value(x)) => {
+                    candidates.insert(op.result(), (x, c));
+                }
+                _ => {}
+            }
+        }
+    }
+    // Any use other than as an index of a memory stream keeps the stream.
+    for op in ops {
+        let indices = match op.opcode {
+            Opcode::DlcMem | Opcode::DlcBuf => 2..op.args.len(),
+            Opcode::DlcVMem => 2..op.args.len() - 1,
+            _ => 0..0,
+        };
+        for (i, a) in op.args.iter().enumerate() {
+            if let Arg::Value(v) = a
+                && !indices.contains(&i)
+            {
+                candidates.remove(v);
+            }
+        }
+    }
+    candidates
+}
+
 fn alu(o: IntOp) -> Result<AluOp, String> {
     Ok(match o {
         IntOp::Add => AluOp::Add,
@@ -88,6 +124,8 @@ struct AuBuilder<'a> {
     p: AuProgram,
     tus: HashMap<Value, (TuId, i64, i64)>,
     streams: HashMap<Value, StreamId>,
+    /// Index streams folded into addresses: value -> (stream, constant added).
+    folded: HashMap<Value, (Value, i64)>,
 }
 
 impl AuBuilder<'_> {
@@ -202,7 +240,13 @@ impl AuBuilder<'_> {
         let mut constant = 0i64;
         let mut index: Option<StreamId> = None;
         for (a, s) in idx.iter().zip(&strides) {
-            match *a {
+            // An index `x + c` reads `x` and moves the base by `c` elements.
+            let mut a = *a;
+            while let Some(&(x, c)) = a.value().and_then(|v| self.folded.get(&v)) {
+                constant += c * *s as i64;
+                a = Arg::Value(x);
+            }
+            match a {
                 Arg::Int(c) => constant += c * *s as i64,
                 a => {
                     let mut term = self.stream_of(a)?;
