@@ -511,10 +511,12 @@ pub fn run(
         if let Some(k) =
             (0..expect.len()).find(|&k| c.outputs().get(k).map(|v| v.to_bits()) != Some(expect[k].to_bits()))
         {
-            let got = c.outputs().get(k).copied().unwrap_or(f32::NAN);
-            let (bag, col) = ((lo + k) / dim, (lo + k) % dim);
-            verified = Err(format!("{name}: out[{bag}][{col}] = {got}, reference {}", expect[k]));
-            break;
+            // The first mismatch is reported; later cores' outputs are still assembled.
+            if verified.is_ok() {
+                let got = c.outputs().get(k).copied().unwrap_or(f32::NAN);
+                let (bag, col) = ((lo + k) / dim, (lo + k) % dim);
+                verified = Err(format!("{name}: out[{bag}][{col}] = {got}, reference {}", expect[k]));
+            }
         }
     }
 

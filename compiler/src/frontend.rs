@@ -56,10 +56,13 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let init = match spec.pooling {
         Pooling::Sum | Pooling::Mean => Arg::Float(0.0),
         Pooling::Max => {
+            // -1 for a non-empty bag, 0 for an empty one, times f32::MAX: f32::MIN or +0.0
+            // (multiplying 0 by f32::MIN would give -0.0).
             let len = b.val(Opcode::Int(IntOp::Sub), "len", vec![v(hi), v(lo)]);
             let nonempty = b.val(Opcode::Int(IntOp::Min), "nonempty", vec![v(len), i(1)]);
-            let flag = b.val(Opcode::IToF, "flag", vec![v(nonempty)]);
-            v(b.val(Opcode::Float(FloatOp::Mul), "init", vec![v(flag), Arg::Float(f32::MIN)]))
+            let neg = b.val(Opcode::Int(IntOp::Sub), "neg", vec![i(0), v(nonempty)]);
+            let flag = b.val(Opcode::IToF, "flag", vec![v(neg)]);
+            v(b.val(Opcode::Float(FloatOp::Mul), "init", vec![v(flag), Arg::Float(f32::MAX)]))
         }
     };
     let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");

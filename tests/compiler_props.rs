@@ -1,0 +1,566 @@
+//! The compiler end to end, on random shapes: every workload is compiled (at a random `-O`
+//! level or a random subset of passes, for a decoupled chip or its core-only twin, on 1-3
+//! cores), simulated with `dae_sim::system::run`, and its outputs compared element by element
+//! with the reference.
+//!
+//! # What is drawn
+//!
+//! - Embedding bags of 1-3 tables of 1-300 rows; one shape in four is a GNN aggregation (one
+//!   table of 2^3..2^8 vertex rows, a bag per destination vertex). `dim` 1-70, with 1, 15, 16,
+//!   17, 20 and 64 drawn often (widths below, at and just past a vector, and several vectors
+//!   with a masked tail). 0-6 bags per table: 0 is an empty batch, no bags at all and
+//!   `offsets = [0]` (`WorkloadSpec::validate`, which `compile` calls, accepts `batch = 0`).
+//! - Each bag has its own size: 0-5 lookups, and one bag in seven 6-12 (more lookups than the
+//!   access unit has lanes). `EmbeddingBagInstance::generate` gives every bag `bag_size`
+//!   lookups, so the instances are built here, field by field. About half the lookups come from
+//!   a hot set of at most 3 rows, so bags repeat rows (the same row twice in a bag, and across
+//!   bags and tables).
+//! - Pooling sum, mean or max; per-lookup weights with sum (the spec allows them only there),
+//!   half of them multiples of 1/8 in -2..2 and half arbitrary f32 in -4..4, so products and
+//!   sums round.
+//! - The machine: decoupled or core-only, 1-3 cores (more cores than bags included), 1, 2, 3,
+//!   4, 8 or 16 f32 vector lanes, 1, 2, 3, 4 or 8 access-unit lanes, and `-O0`..`-O3` or any
+//!   subset of `Pass::ALL` (`Passes::parse`; the empty set and sets without `decouple`
+//!   included). Small private caches and an LLC bank per core in front of the fixed-latency
+//!   memory model ([`EXPERIMENT`], loaded like `dae-sim --config` loads a file), so a case
+//!   simulates in milliseconds.
+//!
+//! The deterministic corner cases at the end (dim 1, dim 17 with 16 lanes, empty bags first
+//! and last, one row read by every lookup, max of negative values, mean and max of an empty
+//! bag, an empty batch, one-row tables) each run at every `-O` level, decoupled and core-only,
+//! on 1 and 2 cores.
+//!
+//! # Exactness
+//!
+//! The comparison is bit for bit, with no tolerance. The loop nest (`compiler::frontend`)
+//! defines the order: each output element starts at the pooling's identity (0, or `f32::MIN`
+//! for a non-empty max bag and 0 for an empty one), every lookup is folded in one after the
+//! other in bag order with one rounding per multiply (`w * x`) and one per add or max (no FMA,
+//! no reassociation), and mean multiplies the sum once by `1 / max(len, 1)`. The reference
+//! (`EmbeddingBagInstance::reference`) follows the same order with the same roundings, and
+//! vectorization only splits a row's columns into lanes (each column keeps its own sequence of
+//! operations), so a correct compilation reproduces it exactly, even with weights that round.
+//! (This test found the max of an empty bag coming out as -0.0, its identity computed as
+//! `0.0 * f32::MIN`; [`max_of_an_empty_bag_is_positive_zero`] keeps it fixed.)
+//!
+//! # Cases, seed and cost
+//!
+//! [`CASES`] random cases from the fixed seed [`SEED`], so every run checks the same ones;
+//! `PROPTEST_CASES` and `PROPTEST_RNG_SEED` override them to explore (a failure is written to
+//! `tests/compiler_props.proptest-regressions` and replayed first on the next run). Each case
+//! compiles and simulates one machine, 10-20 ms in a debug build; the whole file runs in a few
+//! seconds.
+
+use compiler::{EmbeddingBagInstance, GraphSpec, IndexDistribution, Op, Pass, Passes, Pooling, WorkloadSpec};
+use dae_sim::experiment::{Experiment, Overrides, SystemPlan};
+use dae_sim::system::DaeSystem;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
+use sim_core::procedural::table_value;
+use sim_core::{SeedTree, Tick};
+use std::sync::OnceLock;
+
+/// Random cases per run of the property (`PROPTEST_CASES` overrides it).
+const CASES: u32 = 128;
+/// The seed of the cases (`PROPTEST_RNG_SEED` overrides it): fixed, so every run checks the
+/// same cases and a failure reproduces; other seeds explore further.
+const SEED: u64 = 0xDAE5_EED0;
+
+fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+fn cases() -> u32 {
+    env("PROPTEST_CASES").unwrap_or(CASES)
+}
+
+fn rng_seed() -> RngSeed {
+    RngSeed::Fixed(env("PROPTEST_RNG_SEED").unwrap_or(SEED))
+}
+
+/// Two small chips, decoupled and core-only, loaded from an experiment file the way
+/// `dae-sim --config` loads one; the cores, lanes and passes are changed per case.
+const EXPERIMENT: &str = r#"
+[experiment]
+name = "compiler-props"
+seed = 1
+max_sim_time = "2ms"
+
+[[system]]
+name = "dae"
+kind = "dae"
+cores = 1
+memory = { model = "simple", latency = "60ns", bandwidth = "200GB/s" }
+
+[system.core]
+clock = "2GHz"
+issue_width = 4
+max_outstanding = 8
+line = "64B"
+vector_bits = 512
+rob_entries = 64
+lq_entries = 32
+sq_entries = 32
+[system.core.latency_cycles]
+alu = 1
+mul = 2
+div = 8
+vector = 2
+queue_pop = 2
+queue_load = 4
+
+[system.access_unit]
+storage = "4KiB"
+max_outstanding = 16
+requests_per_cycle = 2
+events_per_cycle = 1
+outq_entries = 8
+lanes = 4
+outq_chunk_entries = 8
+outq_chunks = 2
+outq_flush_cycles = 16
+
+[system.caches.l1d]
+size = "2KiB"
+associativity = 2
+line = "64B"
+mshrs = 4
+hit_latency_cycles = 2
+[system.caches.l2]
+size = "8KiB"
+associativity = 4
+line = "64B"
+mshrs = 8
+hit_latency_cycles = 6
+[system.caches.llc]
+size = "16KiB"
+associativity = 4
+line = "64B"
+mshrs = 16
+hit_latency_cycles = 10
+
+[[workload]]
+name = "unused"
+op = "embedding_bag"
+tables = 1
+rows = 10
+dim = 4
+dtype = "f32"
+batch = 1
+bag_size = 1
+indices = { distribution = "uniform" }
+"#;
+
+/// What the experiment file gives the cases.
+struct Chips {
+    /// The decoupled chip.
+    dae: DaeSystem,
+    /// Its core-only twin (same cores, caches and memory).
+    cpu: DaeSystem,
+    /// The simulated-time limit of a run.
+    max_time: Tick,
+    /// A resolved workload the cases' specs start from (fields they do not set keep its
+    /// values).
+    base: WorkloadSpec,
+}
+
+fn chips() -> &'static Chips {
+    static CHIPS: OnceLock<Chips> = OnceLock::new();
+    CHIPS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("dae-sim-compiler-props-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let path = dir.join("experiment.toml");
+        std::fs::write(&path, EXPERIMENT).expect("write experiment");
+        let exp = Experiment::load(&path, &Overrides::default()).expect("the experiment loads");
+        let _ = std::fs::remove_dir_all(&dir);
+        let Some((_, SystemPlan::Dae(dae))) = exp.systems.first() else { panic!("a DAE system") };
+        assert!(dae.access_unit.is_some());
+        let mut cpu = (**dae).clone();
+        cpu.access_unit = None;
+        Chips { dae: (**dae).clone(), cpu, max_time: exp.max_sim_time, base: exp.file.workload[0].clone() }
+    })
+}
+
+/// The compiler's passes: an `-O` level or an explicit list.
+#[derive(Debug, Clone, PartialEq)]
+enum PassSet {
+    Level(u8),
+    List(Vec<&'static str>),
+}
+
+impl PassSet {
+    fn passes(&self) -> Passes {
+        match self {
+            PassSet::Level(l) => Passes::level(*l).expect("a level in 0..=3"),
+            PassSet::List(names) => Passes::parse(&names.join(",")).expect("known pass names"),
+        }
+    }
+}
+
+/// The chip a case runs on.
+#[derive(Debug, Clone, PartialEq)]
+struct Machine {
+    decoupled: bool,
+    cores: u32,
+    vector_lanes: u32,
+    au_lanes: u32,
+    passes: PassSet,
+}
+
+impl Machine {
+    fn system(&self) -> DaeSystem {
+        let c = chips();
+        let mut sys = if self.decoupled { c.dae.clone() } else { c.cpu.clone() };
+        sys.cores = self.cores;
+        sys.vector_lanes = self.vector_lanes;
+        sys.passes = self.passes.passes();
+        if let Some(au) = sys.access_unit.as_mut() {
+            au.unit.lanes = self.au_lanes;
+        }
+        sys
+    }
+}
+
+/// One lookup as drawn: hot (a row among the first three) or anywhere, and its weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Lookup {
+    hot: bool,
+    raw: u32,
+    weight: f32,
+}
+
+/// An embedding-bag (or GNN-aggregation) workload with bags of any sizes.
+#[derive(Debug, Clone, PartialEq)]
+struct Shape {
+    /// `EmbeddingBag`, or `GnnAggregate` (one table of `2^scale` rows, a bag per destination
+    /// vertex: the graph only sets the shape, the bags are drawn here like any others).
+    op: Op,
+    pooling: Pooling,
+    weighted: bool,
+    tables: u32,
+    rows: u64,
+    dim: u32,
+    batch: u32,
+    /// `tables * batch` bags, table-major (bag `g` reads table `g / batch`).
+    bags: Vec<Vec<Lookup>>,
+    table_seed: u64,
+}
+
+impl Shape {
+    /// The spec and the instance: CSR offsets over the bags, their row ids (hot lookups folded
+    /// onto the first three rows) and weights.
+    fn workload(&self) -> (WorkloadSpec, EmbeddingBagInstance) {
+        assert_eq!(self.bags.len() as u64, u64::from(self.tables) * u64::from(self.batch));
+        let gnn = self.op == Op::GnnAggregate;
+        let graph = gnn.then(|| {
+            assert!(self.tables == 1 && self.rows.is_power_of_two(), "a graph's one table of 2^scale rows");
+            GraphSpec::Rmat { scale: self.rows.trailing_zeros(), edge_factor: 1, a: 0.57, b: 0.19, c: 0.19 }
+        });
+        let spec = WorkloadSpec {
+            name: "props".into(),
+            op: self.op,
+            pooling: self.pooling,
+            tables: self.tables,
+            rows: self.rows,
+            dim: self.dim,
+            dtype: compiler::Dtype::F32,
+            batch: self.batch,
+            // Nominal: the instance's bags have their own sizes.
+            bag_size: self.bags.iter().map(Vec::len).max().unwrap_or(0) as u32,
+            weights: self.weighted,
+            indices: (!gnn).then_some(IndexDistribution::Uniform),
+            graph,
+            ..chips().base.clone()
+        };
+        let mut offsets = vec![0u32];
+        let mut indices = Vec::new();
+        let mut weights = Vec::new();
+        for bag in &self.bags {
+            for l in bag {
+                let span = if l.hot { self.rows.min(3) } else { self.rows };
+                indices.push((u64::from(l.raw) % span) as u32);
+                weights.push(l.weight);
+            }
+            offsets.push(indices.len() as u32);
+        }
+        let weights = self.weighted.then_some(weights);
+        (spec, EmbeddingBagInstance { offsets, indices, weights, table_seed: self.table_seed })
+    }
+
+    /// A one-line description for failure messages.
+    fn describe(&self) -> String {
+        let (_, inst) = self.workload();
+        let bags: Vec<&[u32]> =
+            inst.offsets.windows(2).map(|w| &inst.indices[w[0] as usize..w[1] as usize]).collect();
+        format!(
+            "{:?} {:?}{} tables {} rows {} dim {} batch {} bags {bags:?} seed {}",
+            self.op,
+            self.pooling,
+            if self.weighted { " weighted" } else { "" },
+            self.tables,
+            self.rows,
+            self.dim,
+            self.batch,
+            self.table_seed
+        )
+    }
+}
+
+/// Compiles `shape` for `machine`, simulates it and compares every output element, bit for bit,
+/// with the reference.
+fn check(shape: &Shape, machine: &Machine) -> Result<(), String> {
+    let (spec, inst) = shape.workload();
+    let expect = inst.reference(&spec);
+    let sys = machine.system();
+    let at = || format!("{} on {machine:?}", shape.describe());
+    let compiled =
+        compiler::compile(&spec, inst, sys.target_info()).map_err(|e| format!("compile: {e}\n{}", at()))?;
+    let r = dae_sim::system::run(&sys, &compiled, &expect, chips().max_time, &SeedTree::new(1))
+        .map_err(|e| format!("run: {e}\n{}", at()))?;
+    r.verified.map_err(|e| format!("mismatch: {e}\n{}", at()))?;
+    // The assembled tensor too: every core's rows in place.
+    if r.outputs.len() != expect.len()
+        || r.outputs.iter().zip(&expect).any(|(a, b)| a.to_bits() != b.to_bits())
+    {
+        return Err(format!("assembled outputs {:?} differ from {expect:?}\n{}", r.outputs, at()));
+    }
+    Ok(())
+}
+
+fn pooled() -> impl Strategy<Value = (Pooling, bool)> {
+    prop_oneof![
+        Just((Pooling::Sum, false)),
+        Just((Pooling::Sum, true)),
+        Just((Pooling::Mean, false)),
+        Just((Pooling::Max, false)),
+    ]
+}
+
+fn weight() -> impl Strategy<Value = f32> {
+    prop_oneof![(-16i32..=16).prop_map(|w| w as f32 / 8.0), -4.0f32..4.0]
+}
+
+fn lookup() -> impl Strategy<Value = Lookup> {
+    (any::<bool>(), any::<u32>(), weight()).prop_map(|(hot, raw, weight)| Lookup { hot, raw, weight })
+}
+
+/// 0-5 lookups, and now and then 6-12 (more than the access unit has lanes: several lockstep
+/// rounds per bag).
+fn bag() -> impl Strategy<Value = Vec<Lookup>> {
+    prop_oneof![
+        6 => prop::collection::vec(lookup(), 0..=5),
+        1 => prop::collection::vec(lookup(), 6..=12),
+    ]
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    let dim = prop_oneof![
+        3 => prop::sample::select(vec![1u32, 15, 16, 17, 20, 64]),
+        2 => 1u32..=70,
+    ];
+    // One in four shapes is a GNN aggregation: one table of 2^3..2^8 vertex rows.
+    let op = prop_oneof![3 => Just(Op::EmbeddingBag), 1 => Just(Op::GnnAggregate)];
+    (op, pooled(), 1u32..=3, 1u64..=300, 3u32..=8, dim, 0u32..=6, any::<u64>()).prop_flat_map(
+        |(op, (pooling, weighted), tables, rows, scale, dim, batch, table_seed)| {
+            let (tables, rows) = if op == Op::GnnAggregate { (1, 1 << scale) } else { (tables, rows) };
+            let bags = (tables * batch) as usize;
+            prop::collection::vec(bag(), bags).prop_map(move |bags| Shape {
+                op,
+                pooling,
+                weighted,
+                tables,
+                rows,
+                dim,
+                batch,
+                bags,
+                table_seed,
+            })
+        },
+    )
+}
+
+fn machine() -> impl Strategy<Value = Machine> {
+    let names: Vec<&'static str> = Pass::ALL.iter().map(|p| p.name()).collect();
+    let passes = prop_oneof![
+        2 => (0u8..=3).prop_map(PassSet::Level),
+        1 => prop::sample::subsequence(names, 0..=Pass::ALL.len()).prop_map(PassSet::List),
+    ];
+    (
+        any::<bool>(),
+        1u32..=3,
+        prop::sample::select(vec![1u32, 2, 3, 4, 8, 16]),
+        prop::sample::select(vec![1u32, 2, 3, 4, 8]),
+        passes,
+    )
+        .prop_map(|(decoupled, cores, vector_lanes, au_lanes, passes)| Machine {
+            decoupled,
+            cores,
+            vector_lanes,
+            au_lanes,
+            passes,
+        })
+}
+
+proptest! {
+    #![proptest_config(Config {
+        cases: cases(),
+        rng_seed: rng_seed(),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/compiler_props.proptest-regressions",
+        ))),
+        ..Config::default()
+    })]
+
+    #[test]
+    fn random_shapes_compile_simulate_and_match_the_reference(shape in shape(), machine in machine()) {
+        check(&shape, &machine).map_err(TestCaseError::fail)?;
+    }
+}
+
+// ----- Deterministic corner cases: each on every level, decoupled and core-only. -----
+
+/// Every `-O` level on both targets, 16 vector lanes and 4 access-unit lanes, on 1 and 2 cores.
+fn every_machine() -> Vec<Machine> {
+    let mut v = Vec::new();
+    for level in 0..=3 {
+        for decoupled in [true, false] {
+            for cores in [1, 2] {
+                v.push(Machine {
+                    decoupled,
+                    cores,
+                    vector_lanes: 16,
+                    au_lanes: 4,
+                    passes: PassSet::Level(level),
+                });
+            }
+        }
+    }
+    v
+}
+
+/// A shape with the given bags (row ids; weights `0.5, 1.25, -0.75, ...` when `weighted`).
+fn corner(pooling: Pooling, weighted: bool, tables: u32, rows: u64, dim: u32, bags: &[&[u32]]) -> Shape {
+    let batch = bags.len() as u32 / tables;
+    assert_eq!(batch * tables, bags.len() as u32, "tables * batch bags");
+    let weights = [0.5f32, 1.25, -0.75, 2.0, 0.1, -1.5];
+    let mut n = 0;
+    let bags = bags
+        .iter()
+        .map(|b| {
+            b.iter()
+                .map(|&r| {
+                    n += 1;
+                    Lookup { hot: false, raw: r, weight: weights[n % weights.len()] }
+                })
+                .collect()
+        })
+        .collect();
+    Shape { op: Op::EmbeddingBag, pooling, weighted, tables, rows, dim, batch, bags, table_seed: 0x5eed }
+}
+
+fn check_everywhere(shape: &Shape) {
+    let failures: Vec<String> = every_machine().iter().filter_map(|m| check(shape, m).err()).collect();
+    assert!(failures.is_empty(), "{} of {} machines failed:\n{}", failures.len(), 16, failures.join("\n"));
+}
+
+#[test]
+fn dim_1() {
+    for (pooling, weighted) in
+        [(Pooling::Sum, false), (Pooling::Sum, true), (Pooling::Mean, false), (Pooling::Max, false)]
+    {
+        check_everywhere(&corner(
+            pooling,
+            weighted,
+            2,
+            10,
+            1,
+            &[&[0, 1], &[2], &[], &[0, 0, 0], &[5], &[1, 2, 3, 4, 9]],
+        ));
+    }
+}
+
+#[test]
+fn dim_17_with_16_lanes() {
+    for (pooling, weighted) in [(Pooling::Sum, true), (Pooling::Mean, false), (Pooling::Max, false)] {
+        check_everywhere(&corner(
+            pooling,
+            weighted,
+            1,
+            40,
+            17,
+            &[&[3, 39, 3], &[0], &[], &[17, 18, 19, 20, 21]],
+        ));
+    }
+}
+
+#[test]
+fn empty_bags_at_the_start_and_the_end() {
+    for pooling in [Pooling::Sum, Pooling::Mean, Pooling::Max] {
+        check_everywhere(&corner(pooling, false, 1, 50, 20, &[&[], &[1, 2], &[3], &[]]));
+        // Two tables: the empty bags are the first and last of each table.
+        check_everywhere(&corner(pooling, false, 2, 50, 15, &[&[], &[4, 4], &[], &[], &[7], &[]]));
+    }
+}
+
+#[test]
+fn every_lookup_reads_the_same_row() {
+    for (pooling, weighted) in [(Pooling::Sum, true), (Pooling::Mean, false), (Pooling::Max, false)] {
+        check_everywhere(&corner(pooling, weighted, 1, 8, 16, &[&[7, 7, 7, 7, 7], &[7], &[7, 7]]));
+    }
+}
+
+#[test]
+fn max_pooling_of_negative_values() {
+    // Rows of table 0 whose every column is negative, so each output element is the largest of
+    // negative values (an initial 0 instead of f32::MIN would show).
+    let (seed, dim) = (0x5eed_u64, 3u32);
+    let negative: Vec<u32> =
+        (0..200u32).filter(|&r| (0..dim).all(|k| table_value(seed, 0, r.into(), k) < 0.0)).take(4).collect();
+    assert_eq!(negative.len(), 4, "enough all-negative rows among the first 200");
+    let shape = corner(
+        Pooling::Max,
+        false,
+        1,
+        200,
+        dim,
+        &[&negative[..3], &[negative[3]], &[negative[1], negative[1]], &negative],
+    );
+    let (spec, inst) = shape.workload();
+    assert!(inst.reference(&spec).iter().all(|&x| x < 0.0), "a maximum of negative values is negative");
+    check_everywhere(&shape);
+}
+
+#[test]
+fn mean_and_max_of_an_empty_bag_are_zero() {
+    for pooling in [Pooling::Mean, Pooling::Max, Pooling::Sum] {
+        let shape = corner(pooling, false, 1, 20, 20, &[&[], &[1], &[]]);
+        let (spec, inst) = shape.workload();
+        let reference = inst.reference(&spec);
+        // PyTorch gives +0.0 (not -0.0) for an empty bag, in every mode.
+        assert!(reference[..20].iter().chain(&reference[40..]).all(|x| x.to_bits() == 0));
+        check_everywhere(&shape);
+    }
+}
+
+/// The max of an empty bag is +0.0, as in PyTorch (it once came out as -0.0).
+#[test]
+fn max_of_an_empty_bag_is_positive_zero() {
+    let shape = corner(Pooling::Max, false, 1, 20, 20, &[&[], &[1], &[]]);
+    for m in every_machine() {
+        check(&shape, &m).unwrap();
+    }
+}
+
+#[test]
+fn an_empty_batch_has_no_bags() {
+    // batch = 0: no bags, offsets = [0], no indices; every core's range is empty.
+    for pooling in [Pooling::Sum, Pooling::Max] {
+        check_everywhere(&corner(pooling, false, 2, 5, 17, &[]));
+    }
+    check_everywhere(&corner(Pooling::Sum, true, 1, 5, 17, &[]));
+}
+
+#[test]
+fn one_row_tables_and_single_lookups() {
+    check_everywhere(&corner(Pooling::Sum, true, 3, 1, 64, &[&[0], &[0], &[0]]));
+}
