@@ -178,9 +178,29 @@ pub fn compile_with_stages(
             ),
         });
     }
-    let layout = Layout::plan(spec, &inst);
-    let regions = layout.regions(spec, &inst);
-    let loop_fn = frontend::lower(spec, inst.indices.len() as u64);
+    if spec.op == crate::workload::Op::GnnScatter && inst.edges.is_none() {
+        return Err(CompileError::Internal {
+            what: "instance",
+            message: "message passing without an edge list".into(),
+        });
+    }
+    // Each core's destinations (bags) and the range of the root loop it runs: the bags
+    // themselves, or for message passing its edges, grouped core by core.
+    let parts = partition_by_cost(&inst.offsets, target.cores);
+    let (loop_fn, placed, loop_ranges) = match (&inst.edges, spec.op) {
+        (Some(edges), crate::workload::Op::GnnScatter) => {
+            let (ordered, ranges) = edges_by_core(edges, &parts);
+            let placed = EmbeddingBagInstance {
+                indices: ordered.iter().map(|&(s, _)| s).collect(),
+                edges: Some(ordered),
+                ..inst.clone()
+            };
+            (frontend::lower_scatter(spec, edges.len() as u64), placed, ranges)
+        }
+        _ => (frontend::lower(spec, inst.indices.len() as u64), inst.clone(), parts.clone()),
+    };
+    let layout = Layout::plan(spec, &placed);
+    let regions = layout.regions(spec, &placed);
     check(&loop_fn, "loop level")?;
     let bases = bases(&loop_fn, &layout);
     let reuse = row_reuse(spec, &inst);
@@ -188,9 +208,9 @@ pub fn compile_with_stages(
         s.loop_level = text::print(&loop_fn);
     }
     let mut jobs = Vec::new();
-    for bags in partition_by_cost(&inst.offsets, target.cores) {
+    for (bags, range) in parts.into_iter().zip(&loop_ranges) {
         let mut record: Vec<(String, String)> = Vec::new();
-        let lowered = lower_core(&loop_fn, &bags, target, &bases, reuse, &mut record);
+        let lowered = lower_core(&loop_fn, range, target, &bases, reuse, &mut record);
         // The stages so far are kept even when a later one fails: they show where.
         if let Some(s) = stages.as_deref_mut() {
             s.cores.push(record);
@@ -203,6 +223,29 @@ pub fn compile_with_stages(
         jobs.push(CoreJob { bags, au, core, output_base, output_elems });
     }
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
+}
+
+/// `edges` grouped by the core owning their destination (`parts`: each core's destinations),
+/// in their own order within a core, and each core's range in the result.
+fn edges_by_core(edges: &[(u32, u32)], parts: &[Range<u64>]) -> (Vec<(u32, u32)>, Vec<Range<u64>>) {
+    let core_of =
+        |d: u32| parts.partition_point(|r| r.end <= u64::from(d)).min(parts.len().saturating_sub(1));
+    let mut counts = vec![0usize; parts.len() + 1];
+    for &(_, d) in edges {
+        counts[core_of(d) + 1] += 1;
+    }
+    for c in 0..parts.len() {
+        counts[c + 1] += counts[c];
+    }
+    let ranges = counts.windows(2).map(|w| w[0] as u64..w[1] as u64).collect();
+    let mut next = counts;
+    let mut ordered = vec![(0, 0); edges.len()];
+    for &e in edges {
+        let c = core_of(e.1);
+        ordered[next[c]] = e;
+        next[c] += 1;
+    }
+    (ordered, ranges)
 }
 
 /// The fraction of lookups that touch a (table, row) an earlier lookup of the batch touched.
@@ -232,6 +275,8 @@ fn bases(f: &Func, l: &Layout) -> HashMap<MemId, u64> {
     for (name, addr) in [
         (frontend::OFFSETS, Some(l.offsets)),
         (frontend::INDICES, Some(l.indices)),
+        (frontend::SRC, Some(l.indices)),
+        (frontend::DST, l.dst),
         (frontend::WEIGHTS, l.weights),
         (frontend::TABLES, Some(l.tables)),
         (frontend::OUT, Some(l.output)),

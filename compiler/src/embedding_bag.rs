@@ -23,6 +23,9 @@ pub struct EmbeddingBagInstance {
     /// Per-lookup weights (when the workload has them): multiples of 1/8 in 1/8..=2, so that
     /// weighted rows stay exact in f32.
     pub weights: Option<Vec<f32>>,
+    /// The edge list `(source, destination)` in its own order (message passing only; the CSR
+    /// above holds the same edges grouped by destination, for the reference and partitioning).
+    pub edges: Option<Vec<(u32, u32)>>,
     /// Seed of the procedural table contents.
     pub table_seed: u64,
 }
@@ -34,13 +37,17 @@ impl EmbeddingBagInstance {
         let table_seed = rand::Rng::next_u64(&mut tree.stream("tables"));
         if let Some(g) = &spec.graph {
             // GNN aggregation: bag v holds v's in-neighbours (see crate::graph).
-            let mut csr = crate::graph::generate(g, &mut tree.stream("graph"));
+            let edges = crate::graph::generate_edges(g, &mut tree.stream("graph"));
+            let mut csr = crate::graph::csr_by_destination(g.vertices(), &edges);
             // A mini-batch aggregates the first `batch` vertices only.
             let bags = (spec.batch as usize).min(csr.offsets.len() - 1);
             csr.offsets.truncate(bags + 1);
             csr.sources.truncate(csr.offsets[bags] as usize);
             let weights = spec.weights.then(|| draw_weights(csr.sources.len(), &mut tree.stream("weights")));
-            return Self { offsets: csr.offsets, indices: csr.sources, weights, table_seed };
+            // Message passing walks the edge list itself (into the mini-batch's destinations).
+            let edges = (spec.op == crate::workload::Op::GnnScatter)
+                .then(|| edges.into_iter().filter(|&(_, d)| (d as usize) < bags).collect());
+            return Self { offsets: csr.offsets, indices: csr.sources, weights, edges, table_seed };
         }
         let dist = spec.indices.unwrap_or(crate::workload::IndexDistribution::Uniform);
         if spec.op == crate::workload::Op::SparseAttention {
@@ -59,7 +66,7 @@ impl EmbeddingBagInstance {
             }
         }
         let weights = spec.weights.then(|| draw_weights(indices.len(), &mut tree.stream("weights")));
-        Self { offsets, indices, weights, table_seed }
+        Self { offsets, indices, weights, edges: None, table_seed }
     }
 
     /// Sparse attention: per query, `bag_size / block` distinct blocks of `block` consecutive
@@ -92,7 +99,7 @@ impl EmbeddingBagInstance {
             }
         }
         let weights = Some(draw_weights(indices.len(), &mut tree.stream("scores")));
-        Self { offsets, indices, weights, table_seed }
+        Self { offsets, indices, weights, edges: None, table_seed }
     }
 
     /// The reference output: `bags x dim` f32, row-major, computed as the compiled loop nest

@@ -27,6 +27,10 @@ pub const INDICES: &str = "indices";
 pub const WEIGHTS: &str = "weights";
 /// The stacked tables.
 pub const TABLES: &str = "tables";
+/// Source vertex of each edge (message passing).
+pub const SRC: &str = "src";
+/// Destination vertex of each edge (message passing).
+pub const DST: &str = "dst";
 /// The output rows.
 pub const OUT: &str = "out";
 
@@ -97,6 +101,32 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
         b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), v(y)]);
         b.close();
     }
+    b.close();
+    b.finish();
+    f
+}
+
+/// The loop-level function of message passing (`op = "gnn_scatter"`) over `edges` edges: for
+/// each edge, in the list's order, `out[dst[e], k] += x[src[e], k]`. `@out` starts at zero (the
+/// output buffer is zeroed, as `torch.zeros` before `index_add_`).
+pub fn lower_scatter(spec: &WorkloadSpec, edges: u64) -> Func {
+    let mut f = Func::new(&spec.name, Level::Loop);
+    let dim = spec.dim as i64;
+    let src = f.mem(SRC, Elem::U32, vec![edges.max(1)], true);
+    let dst = f.mem(DST, Elem::U32, vec![edges.max(1)], true);
+    let tables = f.mem(TABLES, Elem::F32, vec![spec.rows, spec.dim as u64], true);
+    let out = f.mem(OUT, Elem::F32, vec![spec.bags(), spec.dim as u64], false);
+    let m = |x: MemId| Arg::Mem(x);
+    let mut b = Builder::new(&mut f);
+    let e = b.open(Opcode::For, "e", vec![i(0), i(edges as i64)]).expect("iv");
+    let s = b.val(Opcode::Load, "s", vec![m(src), v(e)]);
+    let d = b.val(Opcode::Load, "d", vec![m(dst), v(e)]);
+    let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
+    let x = b.val(Opcode::Load, "x", vec![m(tables), v(s), v(k)]);
+    let a = b.val(Opcode::Load, "a", vec![m(out), v(d), v(k)]);
+    let y = b.val(Opcode::Float(FloatOp::Add), "y", vec![v(a), v(x)]);
+    b.op(Opcode::Store, "", vec![m(out), v(d), v(k), v(y)]);
+    b.close();
     b.close();
     b.finish();
     f

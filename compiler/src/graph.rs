@@ -118,6 +118,12 @@ fn unit(rng: &mut Pcg64) -> f64 {
 
 /// Generates the graph of `spec` from `rng` (the spec must have passed [`GraphSpec::check`]).
 pub fn generate(spec: &GraphSpec, rng: &mut Pcg64) -> Csr {
+    csr_by_destination(spec.vertices(), &generate_edges(spec, rng))
+}
+
+/// The edges of the graph of `spec`, `(source, destination)`, in generation order (the edge
+/// list a message-passing layer scatters over).
+pub fn generate_edges(spec: &GraphSpec, rng: &mut Pcg64) -> Vec<(u32, u32)> {
     let GraphSpec::Rmat { scale, a, b, c, .. } = *spec;
     let n = spec.vertices();
     let mask = n - 1;
@@ -145,9 +151,14 @@ pub fn generate(spec: &GraphSpec, rng: &mut Pcg64) -> Csr {
         }
         edges.push((scramble(src) as u32, scramble(dst) as u32));
     }
+    edges
+}
+
+/// The CSR by destination of `edges` over `n` vertices.
+pub fn csr_by_destination(n: u64, edges: &[(u32, u32)]) -> Csr {
     // Counting sort by destination keeps each vertex's edges in generation order.
     let mut offsets = vec![0u32; n as usize + 1];
-    for &(_, d) in &edges {
+    for &(_, d) in edges {
         offsets[d as usize + 1] += 1;
     }
     for v in 0..n as usize {
@@ -155,7 +166,7 @@ pub fn generate(spec: &GraphSpec, rng: &mut Pcg64) -> Csr {
     }
     let mut next = offsets.clone();
     let mut sources = vec![0u32; edges.len()];
-    for &(s, d) in &edges {
+    for &(s, d) in edges {
         sources[next[d as usize] as usize] = s;
         next[d as usize] += 1;
     }

@@ -43,6 +43,8 @@ pub struct Layout {
     pub indices: u64,
     /// Per-lookup weights (f32), if the workload has them.
     pub weights: Option<u64>,
+    /// Destination of each edge (message passing; `indices` then holds each edge's source).
+    pub dst: Option<u64>,
     /// Table 0; table `t` starts `t * rows * row_bytes` later.
     pub tables: u64,
     /// Output rows, one per bag.
@@ -66,14 +68,18 @@ impl Layout {
         let offsets = 1 << 20;
         let indices = align(offsets + inst.offsets.len().max(1) as u64 * 4, PAGE);
         let after_indices = align(indices + inst.indices.len().max(1) as u64 * 4, PAGE);
-        let (weights, tables) = match &inst.weights {
+        let (weights, after_weights) = match &inst.weights {
             Some(w) => (Some(after_indices), align(after_indices + w.len().max(1) as u64 * 4, PAGE)),
             None => (None, after_indices),
+        };
+        let (dst, tables) = match &inst.edges {
+            Some(e) => (Some(after_weights), align(after_weights + e.len().max(1) as u64 * 4, PAGE)),
+            None => (None, after_weights),
         };
         let table_bytes = spec.rows * spec.row_bytes();
         // A vector stream's last chunk of a row may read up to a vector past the row's end.
         let output = align(tables + spec.tables as u64 * table_bytes + TAIL_SLACK, PAGE);
-        Self { offsets, indices, weights, tables, output }
+        Self { offsets, indices, weights, dst, tables, output }
     }
 
     /// The regions of this layout filled with `inst`'s data.
@@ -107,6 +113,18 @@ impl Layout {
                     vec![0]
                 } else {
                     w.iter().map(|x| x.to_bits()).collect()
+                }),
+            });
+        }
+        if let (Some(base), Some(e)) = (self.dst, &inst.edges) {
+            r.push(DataRegion {
+                name: "dst".into(),
+                base,
+                size: e.len().max(1) as u64 * 4,
+                contents: Contents::Words(if e.is_empty() {
+                    vec![0]
+                } else {
+                    e.iter().map(|&(_, d)| d).collect()
                 }),
             });
         }

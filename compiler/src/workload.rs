@@ -47,6 +47,11 @@ pub enum Op {
     /// adjacency matrix with the feature matrix, as PyG's `scatter(..., reduce="sum")`; with
     /// `weights`, the edge-weighted SpMM).
     GnnAggregate,
+    /// GNN message passing over the edge list: for every edge `u -> v`, in the list's order,
+    /// gather `x[u]` and scatter-add it into `out[v]` (PyG's `MessagePassing` with `aggr="add"`,
+    /// `index_add_` of the gathered rows). The same sum as `gnn_aggregate`, computed edge by
+    /// edge with a read-modify-write of the destination's row instead of a bag per vertex.
+    GnnScatter,
     /// Sparse attention's KV gather: each query gathers its top-k KV rows of its head's cache
     /// (`tables` heads of `rows` positions, `batch` queries per head, `bag_size` = k, in blocks
     /// of `block` consecutive positions) and sums them weighted by its attention scores.
@@ -212,10 +217,16 @@ impl WorkloadSpec {
                 // The attention scores weight the rows.
                 w.weights = true;
             }
-            Op::GnnAggregate => {
+            Op::GnnAggregate | Op::GnnScatter => {
                 let Some(g) = self.graph else {
-                    return Err(bad("graph", "required for op = \"gnn_aggregate\""));
+                    return Err(bad("graph", "required for a GNN op"));
                 };
+                if self.op == Op::GnnScatter && self.weights {
+                    return Err(bad(
+                        "weights",
+                        "op = \"gnn_scatter\" takes no edge weights (use gnn_aggregate)",
+                    ));
+                }
                 for (field, set) in [
                     ("tables", self.tables != 0),
                     ("rows", self.rows != 0),
@@ -223,7 +234,7 @@ impl WorkloadSpec {
                     ("indices", self.indices.is_some()),
                 ] {
                     if set {
-                        return Err(bad(field, "not used by op = \"gnn_aggregate\": the graph sets it"));
+                        return Err(bad(field, "not used by a GNN op: the graph sets it"));
                     }
                 }
                 g.check().map_err(|(field, message)| bad(field, message))?;
@@ -282,7 +293,7 @@ impl WorkloadSpec {
             (Op::EmbeddingBag | Op::SparseAttention, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }
-            (Op::GnnAggregate, Some(g)) => {
+            (Op::GnnAggregate | Op::GnnScatter, Some(g)) => {
                 g.check().map_err(|(field, message)| bad(field, message))?;
                 if self.tables != 1 || self.rows != g.vertices() || u64::from(self.batch) > g.vertices() {
                     return Err(bad(
@@ -291,7 +302,7 @@ impl WorkloadSpec {
                     ));
                 }
             }
-            (Op::GnnAggregate, None) => return Err(bad("graph", "required for op = \"gnn_aggregate\"")),
+            (Op::GnnAggregate | Op::GnnScatter, None) => return Err(bad("graph", "required for a GNN op")),
         }
         Ok(())
     }

@@ -180,6 +180,14 @@ fn golden_gnn_aggregation() {
 }
 
 #[test]
+fn golden_gnn_message_passing() {
+    check(workload(
+        "name = \"gnn-scatter\"\nop = \"gnn_scatter\"\ndim = 16\ndtype = \"f32\"\nbatch = 32\n\
+         [graph]\ngenerator = \"rmat\"\nscale = 6\nedge_factor = 4\n",
+    ));
+}
+
+#[test]
 fn first_difference_names_the_line() {
     assert_eq!(
         first_difference("a\nb\nc\n", "a\nx\nc\n"),
