@@ -52,6 +52,15 @@ pub struct Layout {
 }
 
 const PAGE: u64 = 4096;
+
+/// A region of 32-bit words; an empty list still gets a (never read) word, so every region
+/// has a size.
+fn words(name: &str, base: u64, mut w: Vec<u32>) -> DataRegion {
+    if w.is_empty() {
+        w.push(0);
+    }
+    DataRegion { name: name.into(), base, size: w.len() as u64 * 4, contents: Contents::Words(w) }
+}
 /// Bytes after the last table a chunked read may touch (the widest vector, 64 lanes of f32).
 const TAIL_SLACK: u64 = 256;
 
@@ -86,47 +95,14 @@ impl Layout {
     pub fn regions(&self, spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Vec<DataRegion> {
         let table_bytes = spec.rows * spec.row_bytes();
         let mut r = vec![
-            DataRegion {
-                name: "offsets".into(),
-                base: self.offsets,
-                size: inst.offsets.len() as u64 * 4,
-                contents: Contents::Words(inst.offsets.clone()),
-            },
-            DataRegion {
-                name: "indices".into(),
-                base: self.indices,
-                size: inst.indices.len().max(1) as u64 * 4,
-                // An empty batch still gets a (never read) word, so every region has a size.
-                contents: Contents::Words(if inst.indices.is_empty() {
-                    vec![0]
-                } else {
-                    inst.indices.clone()
-                }),
-            },
+            words("offsets", self.offsets, inst.offsets.clone()),
+            words("indices", self.indices, inst.indices.clone()),
         ];
         if let (Some(base), Some(w)) = (self.weights, &inst.weights) {
-            r.push(DataRegion {
-                name: "weights".into(),
-                base,
-                size: w.len().max(1) as u64 * 4,
-                contents: Contents::Words(if w.is_empty() {
-                    vec![0]
-                } else {
-                    w.iter().map(|x| x.to_bits()).collect()
-                }),
-            });
+            r.push(words("weights", base, w.iter().map(|x| x.to_bits()).collect()));
         }
         if let (Some(base), Some(e)) = (self.dst, &inst.edges) {
-            r.push(DataRegion {
-                name: "dst".into(),
-                base,
-                size: e.len().max(1) as u64 * 4,
-                contents: Contents::Words(if e.is_empty() {
-                    vec![0]
-                } else {
-                    e.iter().map(|&(_, d)| d).collect()
-                }),
-            });
+            r.push(words("dst", base, e.iter().map(|&(_, d)| d).collect()));
         }
         for t in 0..spec.tables {
             r.push(DataRegion {

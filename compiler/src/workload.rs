@@ -165,37 +165,9 @@ impl WorkloadSpec {
     pub fn resolved(&self) -> Result<WorkloadSpec, WorkloadError> {
         let mut w = self.clone();
         match self.op {
-            Op::EmbeddingBag => {
-                if self.graph.is_some() {
-                    return Err(bad("graph", "only op = \"gnn_aggregate\" takes a graph"));
-                }
-                for (field, missing) in [
-                    ("tables", self.tables == 0),
-                    ("rows", self.rows == 0),
-                    ("batch", self.batch == 0),
-                    ("bag_size", self.bag_size == 0),
-                    ("indices", self.indices.is_none()),
-                ] {
-                    if missing {
-                        return Err(bad(field, "required (at least 1) for op = \"embedding_bag\""));
-                    }
-                }
-            }
+            Op::EmbeddingBag => self.require_table_shape("embedding_bag")?,
             Op::SparseAttention => {
-                if self.graph.is_some() {
-                    return Err(bad("graph", "only op = \"gnn_aggregate\" takes a graph"));
-                }
-                for (field, missing) in [
-                    ("tables", self.tables == 0),
-                    ("rows", self.rows == 0),
-                    ("batch", self.batch == 0),
-                    ("bag_size", self.bag_size == 0),
-                    ("indices", self.indices.is_none()),
-                ] {
-                    if missing {
-                        return Err(bad(field, "required (at least 1) for op = \"sparse_attention\""));
-                    }
-                }
+                self.require_table_shape("sparse_attention")?;
                 if self.pooling != Pooling::Sum {
                     return Err(bad("pooling", "sparse attention sums the rows weighted by the scores"));
                 }
@@ -254,6 +226,25 @@ impl WorkloadSpec {
         }
         w.validate()?;
         Ok(w)
+    }
+
+    /// The fields an op over explicit tables needs (`op` names it in the message), and no graph.
+    fn require_table_shape(&self, op: &str) -> Result<(), WorkloadError> {
+        if self.graph.is_some() {
+            return Err(bad("graph", "only the GNN ops take a graph"));
+        }
+        for (field, missing) in [
+            ("tables", self.tables == 0),
+            ("rows", self.rows == 0),
+            ("batch", self.batch == 0),
+            ("bag_size", self.bag_size == 0),
+            ("indices", self.indices.is_none()),
+        ] {
+            if missing {
+                return Err(bad(field, format!("required (at least 1) for op = \"{op}\"")));
+            }
+        }
+        Ok(())
     }
 
     /// Checks the values the code generator relies on (of a [`WorkloadSpec::resolved`] spec).
