@@ -588,3 +588,31 @@ fn message_passing_scatters_every_edge_on_every_machine() {
         assert!(r.verified.is_ok(), "{m:?}: {:?}", r.verified);
     }
 }
+
+/// Sparse attention: distinct, sorted blocks of positions per query of each head, weighted by
+/// drawn scores, on every machine.
+#[test]
+fn block_sparse_attention_on_every_machine() {
+    let spec: WorkloadSpec = toml::from_str(
+        "name = 'attention'\nop = 'sparse_attention'\ntables = 2\nrows = 64\ndim = 20\ndtype = 'f32'\n\
+         batch = 3\nbag_size = 12\nblock = 4\n[indices]\ndistribution = 'zipf'\nalpha = 1.1\n",
+    )
+    .expect("a valid workload");
+    let spec = spec.resolved().expect("resolves");
+    let inst = EmbeddingBagInstance::generate(&spec, &SeedTree::new(4));
+    for bag in inst.offsets.windows(2) {
+        let rows = &inst.indices[bag[0] as usize..bag[1] as usize];
+        assert_eq!(rows.len(), 12);
+        // Ascending, distinct, in whole blocks of 4 consecutive positions.
+        assert!(rows.windows(2).all(|w| w[0] < w[1]), "{rows:?}");
+        assert!(rows.chunks(4).all(|b| b[0] % 4 == 0 && b.windows(2).all(|w| w[1] == w[0] + 1)), "{rows:?}");
+    }
+    let expect = inst.reference(&spec);
+    for m in every_machine() {
+        let sys = m.system();
+        let compiled = compiler::compile(&spec, inst.clone(), sys.target_info()).expect("compiles");
+        let r = dae_sim::system::run(&sys, &compiled, &expect, chips().max_time, &SeedTree::new(1))
+            .expect("runs");
+        assert!(r.verified.is_ok(), "{m:?}: {:?}", r.verified);
+    }
+}

@@ -29,7 +29,8 @@ fn gnn(name: &str, dim: u32) -> WorkloadSpec {
     ))
 }
 
-/// Every pooling, weighted sums, and GNN aggregation (with empty and skewed bags), at row
+/// Every pooling, weighted sums, GNN aggregation (with empty and skewed bags), message passing
+/// and block-sparse attention, at row
 /// widths that divide the vector (64, 8: one chunk narrower than the vector) and that do not
 /// (20: two chunks of 10).
 fn workloads() -> Vec<WorkloadSpec> {
@@ -42,6 +43,14 @@ fn workloads() -> Vec<WorkloadSpec> {
     }
     w.push(gnn("gnn16", 16));
     w.push(gnn("gnn20", 20));
+    w.push(workload(
+        "name = \"scatter\"\nop = \"gnn_scatter\"\ndim = 24\ndtype = \"f32\"\nbatch = 20\n\
+         [graph]\ngenerator = \"rmat\"\nscale = 5\nedge_factor = 3\n",
+    ));
+    w.push(workload(
+        "name = \"attention\"\nop = \"sparse_attention\"\ntables = 2\nrows = 64\ndim = 32\ndtype = \"f32\"\n\
+         batch = 3\nbag_size = 8\nblock = 2\n[indices]\ndistribution = \"uniform\"\n",
+    ));
     w
 }
 
