@@ -122,7 +122,7 @@ pub fn dump(exp: &Experiment, outcomes: &[Outcome], opts: &DumpOptions) -> Resul
             let sys_dir = dir.join(&o.system);
             create_dir(&sys_dir)?;
             let path = sys_dir.join("output.npy");
-            npy::write(&path, &[spec.bags() as usize, spec.dim as usize], out)?;
+            npy::write(&path, &[spec.bags() as usize, spec.out_width() as usize], out)?;
             files.push(path);
         }
     }

@@ -131,6 +131,11 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             ("op = \"embedding_bag\"", "op = \"sparse_attention\"\nblock = 3"),
             "block: 3 does not divide bag_size 4",
         ),
+        (
+            ("batch = 2", "batch = 2\nmodel = \"transe\""),
+            "model: model, relations and negatives are for op = \"kg_score\"",
+        ),
+        (("dtype = \"f32\"", "dtype = \"f32\"\nmodel = \"rotate\""), "unknown variant `rotate`"),
     ]
     .into_iter()
     .enumerate()

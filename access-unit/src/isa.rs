@@ -115,7 +115,7 @@ pub struct Tu {
 }
 
 /// A stream operand: another stream's current value or a constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operand {
     /// The value of a stream of this TU or of an enclosing one.
     Stream(StreamId),
@@ -124,7 +124,7 @@ pub enum Operand {
 }
 
 /// Index arithmetic of `alu` streams (on i64).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AluOp {
     /// a + b
     Add,

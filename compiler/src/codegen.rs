@@ -197,6 +197,10 @@ pub fn compile_with_stages(
             };
             (frontend::lower_scatter(spec, edges.len() as u64), placed, ranges)
         }
+        (_, crate::workload::Op::KgScore) => {
+            let model = spec.model.ok_or(WorkloadError { field: "model", message: "required".into() })?;
+            (frontend::lower_kg(spec, model, inst.indices.len() as u64), inst.clone(), parts.clone())
+        }
         _ => (frontend::lower(spec, inst.indices.len() as u64), inst.clone(), parts.clone()),
     };
     let layout = Layout::plan(spec, &placed);
@@ -218,8 +222,8 @@ pub fn compile_with_stages(
         let (au, core_text) = lowered?;
         let core = exec_core::parse(&core_text)
             .map_err(|e| CompileError::Internal { what: "core", message: format!("{e}\n{core_text}") })?;
-        let output_base = layout.output + bags.start * spec.row_bytes();
-        let output_elems = (bags.end - bags.start) * spec.dim as u64;
+        let output_base = layout.output + bags.start * spec.out_width() * 4;
+        let output_elems = (bags.end - bags.start) * spec.out_width();
         jobs.push(CoreJob { bags, au, core, output_base, output_elems });
     }
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
@@ -277,6 +281,9 @@ fn bases(f: &Func, l: &Layout) -> HashMap<MemId, u64> {
         (frontend::INDICES, Some(l.indices)),
         (frontend::SRC, Some(l.indices)),
         (frontend::DST, l.dst),
+        (frontend::HEADS, l.kg.map(|k| k.heads)),
+        (frontend::RELS, l.kg.map(|k| k.relations)),
+        (frontend::RELATION_TABLE, l.kg.map(|k| k.relation_table)),
         (frontend::WEIGHTS, l.weights),
         (frontend::TABLES, Some(l.tables)),
         (frontend::OUT, Some(l.output)),

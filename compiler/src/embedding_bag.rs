@@ -9,7 +9,7 @@
 //! order of accumulation and simulated outputs must equal the reference bit for bit.
 
 use crate::indices::IndexGenerator;
-use crate::workload::{IndexDistribution, Pooling, WorkloadSpec};
+use crate::workload::{IndexDistribution, KgModel, Pooling, WorkloadSpec};
 use sim_core::SeedTree;
 use sim_core::procedural::{column_key, keyed_value};
 
@@ -23,11 +23,23 @@ pub struct EmbeddingBagInstance {
     /// Per-lookup weights (when the workload has them): multiples of 1/8 in 1/8..=2, so that
     /// weighted rows stay exact in f32.
     pub weights: Option<Vec<f32>>,
+    /// Knowledge-graph scoring: each triple's head entity and relation (the candidate tails are
+    /// the bags: `indices`, the true tail first).
+    pub kg: Option<KgTriples>,
     /// The edge list `(source, destination)` in its own order (message passing only; the CSR
     /// above holds the same edges grouped by destination, for the reference and partitioning).
     pub edges: Option<Vec<(u32, u32)>>,
     /// Seed of the procedural table contents.
     pub table_seed: u64,
+}
+
+/// The heads and relations of knowledge-graph triples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KgTriples {
+    /// Head entity of each triple.
+    pub heads: Vec<u32>,
+    /// Relation of each triple.
+    pub relations: Vec<u32>,
 }
 
 impl EmbeddingBagInstance {
@@ -47,11 +59,14 @@ impl EmbeddingBagInstance {
             // Message passing walks the edge list itself (into the mini-batch's destinations).
             let edges = (spec.op == crate::workload::Op::GnnScatter)
                 .then(|| edges.into_iter().filter(|&(_, d)| (d as usize) < bags).collect());
-            return Self { offsets: csr.offsets, indices: csr.sources, weights, edges, table_seed };
+            return Self { offsets: csr.offsets, indices: csr.sources, weights, kg: None, edges, table_seed };
         }
         let dist = spec.indices.unwrap_or(crate::workload::IndexDistribution::Uniform);
         if spec.op == crate::workload::Op::SparseAttention {
             return Self::attention(spec, dist, &tree, table_seed);
+        }
+        if spec.op == crate::workload::Op::KgScore {
+            return Self::triples(spec, dist, &tree, table_seed);
         }
         let mut offsets = Vec::with_capacity(spec.bags() as usize + 1);
         let mut indices = Vec::with_capacity(spec.lookups() as usize);
@@ -66,7 +81,31 @@ impl EmbeddingBagInstance {
             }
         }
         let weights = spec.weights.then(|| draw_weights(indices.len(), &mut tree.stream("weights")));
-        Self { offsets, indices, weights, edges: None, table_seed }
+        Self { offsets, indices, weights, kg: None, edges: None, table_seed }
+    }
+
+    /// Knowledge-graph triples: heads and true tails drawn from `dist` over the entities,
+    /// relations uniform, and `negatives` corrupted tails per triple drawn uniformly (as
+    /// training and evaluation pipelines corrupt tails).
+    fn triples(spec: &WorkloadSpec, dist: IndexDistribution, tree: &SeedTree, table_seed: u64) -> Self {
+        let mut entities = IndexGenerator::new(dist, spec.rows, tree.stream("heads"));
+        let mut tails = IndexGenerator::new(dist, spec.rows, tree.stream("tails"));
+        let mut corrupt =
+            IndexGenerator::new(IndexDistribution::Uniform, spec.rows, tree.stream("negatives"));
+        let mut rels =
+            IndexGenerator::new(IndexDistribution::Uniform, spec.relations, tree.stream("relations"));
+        let mut kg = KgTriples { heads: Vec::new(), relations: Vec::new() };
+        let (mut offsets, mut indices) = (vec![0u32], Vec::new());
+        for _ in 0..spec.batch {
+            kg.heads.push(entities.next_index() as u32);
+            kg.relations.push(rels.next_index() as u32);
+            indices.push(tails.next_index() as u32);
+            for _ in 0..spec.negatives {
+                indices.push(corrupt.next_index() as u32);
+            }
+            offsets.push(indices.len() as u32);
+        }
+        Self { offsets, indices, weights: None, kg: Some(kg), edges: None, table_seed }
     }
 
     /// Sparse attention: per query, `bag_size / block` distinct blocks of `block` consecutive
@@ -99,7 +138,7 @@ impl EmbeddingBagInstance {
             }
         }
         let weights = Some(draw_weights(indices.len(), &mut tree.stream("scores")));
-        Self { offsets, indices, weights, edges: None, table_seed }
+        Self { offsets, indices, weights, kg: None, edges: None, table_seed }
     }
 
     /// The reference output: `bags x dim` f32, row-major, computed as the compiled loop nest
@@ -107,6 +146,9 @@ impl EmbeddingBagInstance {
     /// per add; mean scales by the reciprocal of the length; max starts at `f32::MIN` (0 for an
     /// empty bag).
     pub fn reference(&self, spec: &WorkloadSpec) -> Vec<f32> {
+        if let Some(kg) = &self.kg {
+            return self.kg_scores(spec, kg).0;
+        }
         let dim = spec.dim as usize;
         let mut out = vec![0.0f32; spec.bags() as usize * dim];
         let mut keys: Vec<u64> = Vec::new();
@@ -138,6 +180,62 @@ impl EmbeddingBagInstance {
             }
         }
         out
+    }
+}
+
+impl EmbeddingBagInstance {
+    /// How far a simulated output may be from [`Self::reference`]: `None` when it must be equal
+    /// bit for bit (every op but knowledge-graph scoring with DistMult or ComplEx, whose sums
+    /// round), else a bound per element, `2 n u sum |terms|` for a sum of `n` products (`u` the
+    /// unit roundoff, 2^-24): the bound of recursive summation in any order, with a factor 2 to
+    /// spare, so any correct order of the compiled code (element by element at `-O0`, lane by
+    /// lane then across lanes once vectorized) is within it.
+    pub fn tolerance(&self, spec: &WorkloadSpec) -> Option<Vec<f32>> {
+        let kg = self.kg.as_ref()?;
+        (spec.model != Some(KgModel::TransE)).then(|| self.kg_scores(spec, kg).1)
+    }
+
+    /// Knowledge-graph scores and their error bounds (see [`Self::tolerance`]). Entity values
+    /// are procedural table 0, relation values table 1. Every product of three values is exact
+    /// in f32 (9-bit numerators), so the exact score is the f64 sum of the products (exact for
+    /// any `dim` here), rounded once; TransE's sum of absolute differences is exact in f32 in
+    /// any order.
+    fn kg_scores(&self, spec: &WorkloadSpec, kg: &KgTriples) -> (Vec<f32>, Vec<f32>) {
+        let ent: Vec<u64> = (0..spec.dim).map(|k| column_key(self.table_seed, 0, k)).collect();
+        let rel: Vec<u64> = (0..spec.dim).map(|k| column_key(self.table_seed, 1, k)).collect();
+        let (mut scores, mut bounds) = (Vec::with_capacity(self.indices.len()), Vec::new());
+        for (q, w) in self.offsets.windows(2).enumerate() {
+            let (h, r) = (u64::from(kg.heads[q]), u64::from(kg.relations[q]));
+            let x = |k: usize| keyed_value(ent[k], h);
+            let y = |k: usize| keyed_value(rel[k], r);
+            for &t in &self.indices[w[0] as usize..w[1] as usize] {
+                let z = |k: usize| keyed_value(ent[k], u64::from(t));
+                let terms: Vec<f64> = match spec.model {
+                    Some(KgModel::TransE) => {
+                        (0..spec.dim as usize).map(|k| -f64::from((x(k) + y(k) - z(k)).abs())).collect()
+                    }
+                    Some(KgModel::DistMult) => {
+                        (0..spec.dim as usize).map(|k| f64::from(x(k) * y(k) * z(k))).collect()
+                    }
+                    Some(KgModel::ComplEx) => {
+                        let half = spec.dim as usize / 2;
+                        (0..half)
+                            .flat_map(|k| {
+                                let (hr, hi, rr, ri, tr, ti) =
+                                    (x(k), x(k + half), y(k), y(k + half), z(k), z(k + half));
+                                [hr * rr * tr, hi * rr * ti, hr * ri * ti, -(hi * ri * tr)].map(f64::from)
+                            })
+                            .collect()
+                    }
+                    None => Vec::new(),
+                };
+                // `+ 0.0`: an all-zero TransE distance scores +0.0, as the compiled code does.
+                scores.push((terms.iter().sum::<f64>() + 0.0) as f32);
+                let magnitude: f64 = terms.iter().map(|t| t.abs()).sum();
+                bounds.push((2.0 * terms.len() as f64 * magnitude / f64::from(1u32 << 24)) as f32);
+            }
+        }
+        (scores, bounds)
     }
 }
 

@@ -16,8 +16,8 @@
 
 use crate::ir::build::{Builder, i, v};
 use crate::ir::opcode::FloatOp;
-use crate::ir::{Arg, Elem, Func, IntOp, Level, MemId, Opcode};
-use crate::workload::{Pooling, WorkloadSpec};
+use crate::ir::{Arg, Elem, Func, IntOp, Level, MemId, Opcode, Value};
+use crate::workload::{KgModel, Pooling, WorkloadSpec};
 
 /// The memories of an embedding-bag function, by name.
 pub const OFFSETS: &str = "offsets";
@@ -27,6 +27,12 @@ pub const INDICES: &str = "indices";
 pub const WEIGHTS: &str = "weights";
 /// The stacked tables.
 pub const TABLES: &str = "tables";
+/// Head entity of each triple (knowledge-graph scoring).
+pub const HEADS: &str = "heads";
+/// Relation of each triple (knowledge-graph scoring).
+pub const RELS: &str = "rels";
+/// The relation table (knowledge-graph scoring; `@tables` holds the entities).
+pub const RELATION_TABLE: &str = "relation_table";
 /// Source vertex of each edge (message passing).
 pub const SRC: &str = "src";
 /// Destination vertex of each edge (message passing).
@@ -126,6 +132,88 @@ pub fn lower_scatter(spec: &WorkloadSpec, edges: u64) -> Func {
     let a = b.val(Opcode::Load, "a", vec![m(out), v(d), v(k)]);
     let y = b.val(Opcode::Float(FloatOp::Add), "y", vec![v(a), v(x)]);
     b.op(Opcode::Store, "", vec![m(out), v(d), v(k), v(y)]);
+    b.close();
+    b.close();
+    b.finish();
+    f
+}
+
+/// The loop-level function of knowledge-graph scoring: for each triple `q` and each candidate
+/// tail `c` of its bag (the true tail, then the negatives), `out[c]` = the model's score of
+/// `(heads[q], rels[q], indices[c])`, summed over the row in column order. Subtraction is
+/// written as adding the negation (`x + (-1 * z)`) and `|e|` as `max(e, -e)`, which the core's
+/// vector unit has.
+pub fn lower_kg(spec: &WorkloadSpec, model: KgModel, candidates: u64) -> Func {
+    let mut f = Func::new(&spec.name, Level::Loop);
+    let c_per = spec.out_width() as i64;
+    let heads = f.mem(HEADS, Elem::U32, vec![spec.batch.max(1) as u64], true);
+    let rels = f.mem(RELS, Elem::U32, vec![spec.batch.max(1) as u64], true);
+    let cands = f.mem(INDICES, Elem::U32, vec![candidates.max(1)], true);
+    let ent = f.mem(TABLES, Elem::F32, vec![spec.rows, spec.dim as u64], true);
+    let rel = f.mem(RELATION_TABLE, Elem::F32, vec![spec.relations, spec.dim as u64], true);
+    let out = f.mem(OUT, Elem::F32, vec![candidates.max(1)], false);
+    let m = |x: MemId| Arg::Mem(x);
+    let mut b = Builder::new(&mut f);
+    let q = b.open(Opcode::For, "q", vec![i(0), i(spec.batch as i64)]).expect("iv");
+    let h = b.val(Opcode::Load, "h", vec![m(heads), v(q)]);
+    let r = b.val(Opcode::Load, "r", vec![m(rels), v(q)]);
+    let c0 = b.val(Opcode::Int(IntOp::Mul), "c0", vec![v(q), i(c_per)]);
+    let c1 = b.val(Opcode::Int(IntOp::Add), "c1", vec![v(c0), i(c_per)]);
+    let c = b.open(Opcode::For, "c", vec![v(c0), v(c1)]).expect("iv");
+    let t = b.val(Opcode::Load, "t", vec![m(cands), v(c)]);
+    b.op(Opcode::Store, "", vec![m(out), v(c), Arg::Float(0.0)]);
+    let half = if model == KgModel::ComplEx { spec.dim as i64 / 2 } else { spec.dim as i64 };
+    let k = b.open(Opcode::For, "k", vec![i(0), i(half)]).expect("iv");
+    let fop = |b: &mut Builder, op: FloatOp, hint: &str, x: Value, y: Arg| {
+        b.val(Opcode::Float(op), hint, vec![v(x), y])
+    };
+    let term = match model {
+        KgModel::TransE => {
+            let x = b.val(Opcode::Load, "x", vec![m(ent), v(h), v(k)]);
+            let y = b.val(Opcode::Load, "y", vec![m(rel), v(r), v(k)]);
+            let z = b.val(Opcode::Load, "z", vec![m(ent), v(t), v(k)]);
+            let xy = fop(&mut b, FloatOp::Add, "xy", x, v(y));
+            let nz = fop(&mut b, FloatOp::Mul, "nz", z, Arg::Float(-1.0));
+            let e = fop(&mut b, FloatOp::Add, "e", xy, v(nz));
+            let ne = fop(&mut b, FloatOp::Mul, "ne", e, Arg::Float(-1.0));
+            let dist = fop(&mut b, FloatOp::Max, "dist", e, v(ne));
+            // The score is minus the distance.
+            fop(&mut b, FloatOp::Mul, "term", dist, Arg::Float(-1.0))
+        }
+        KgModel::DistMult => {
+            let x = b.val(Opcode::Load, "x", vec![m(ent), v(h), v(k)]);
+            let y = b.val(Opcode::Load, "y", vec![m(rel), v(r), v(k)]);
+            let z = b.val(Opcode::Load, "z", vec![m(ent), v(t), v(k)]);
+            let xy = fop(&mut b, FloatOp::Mul, "xy", x, v(y));
+            fop(&mut b, FloatOp::Mul, "term", xy, v(z))
+        }
+        KgModel::ComplEx => {
+            let ki = b.val(Opcode::Int(IntOp::Add), "ki", vec![v(k), i(half)]);
+            let hr = b.val(Opcode::Load, "hr", vec![m(ent), v(h), v(k)]);
+            let hi = b.val(Opcode::Load, "hi", vec![m(ent), v(h), v(ki)]);
+            let rr = b.val(Opcode::Load, "rr", vec![m(rel), v(r), v(k)]);
+            let ri = b.val(Opcode::Load, "ri", vec![m(rel), v(r), v(ki)]);
+            let tr = b.val(Opcode::Load, "tr", vec![m(ent), v(t), v(k)]);
+            let ti = b.val(Opcode::Load, "ti", vec![m(ent), v(t), v(ki)]);
+            // Re(h r conj(t)) = hr rr tr + hi rr ti + hr ri ti - hi ri tr.
+            let prod = |b: &mut Builder, a: Value, x: Value, y: Value| {
+                let p = fop(b, FloatOp::Mul, "p", a, v(x));
+                fop(b, FloatOp::Mul, "p", p, v(y))
+            };
+            let t1 = prod(&mut b, hr, rr, tr);
+            let t2 = prod(&mut b, hi, rr, ti);
+            let t3 = prod(&mut b, hr, ri, ti);
+            let t4 = prod(&mut b, hi, ri, tr);
+            let n4 = fop(&mut b, FloatOp::Mul, "n4", t4, Arg::Float(-1.0));
+            let s12 = fop(&mut b, FloatOp::Add, "s", t1, v(t2));
+            let s123 = fop(&mut b, FloatOp::Add, "s", s12, v(t3));
+            fop(&mut b, FloatOp::Add, "term", s123, v(n4))
+        }
+    };
+    let acc = b.val(Opcode::Load, "acc", vec![m(out), v(c)]);
+    let sum = fop(&mut b, FloatOp::Add, "sum", acc, v(term));
+    b.op(Opcode::Store, "", vec![m(out), v(c), v(sum)]);
+    b.close();
     b.close();
     b.close();
     b.finish();

@@ -45,10 +45,24 @@ pub struct Layout {
     pub weights: Option<u64>,
     /// Destination of each edge (message passing; `indices` then holds each edge's source).
     pub dst: Option<u64>,
+    /// Knowledge-graph scoring: the head entity and the relation of each triple, and the
+    /// relation table (after the entity table).
+    pub kg: Option<KgLayout>,
     /// Table 0; table `t` starts `t * rows * row_bytes` later.
     pub tables: u64,
     /// Output rows, one per bag.
     pub output: u64,
+}
+
+/// Where a knowledge-graph workload's extra arrays live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KgLayout {
+    /// Head entity per triple.
+    pub heads: u64,
+    /// Relation per triple.
+    pub relations: u64,
+    /// The relation table (procedural table 1).
+    pub relation_table: u64,
 }
 
 const PAGE: u64 = 4096;
@@ -81,14 +95,26 @@ impl Layout {
             Some(w) => (Some(after_indices), align(after_indices + w.len().max(1) as u64 * 4, PAGE)),
             None => (None, after_indices),
         };
-        let (dst, tables) = match &inst.edges {
+        let (dst, after_dst) = match &inst.edges {
             Some(e) => (Some(after_weights), align(after_weights + e.len().max(1) as u64 * 4, PAGE)),
             None => (None, after_weights),
         };
+        let (kg_arrays, tables) = match &inst.kg {
+            Some(k) => {
+                let rel = align(after_dst + k.heads.len().max(1) as u64 * 4, PAGE);
+                ((after_dst, rel), align(rel + k.relations.len().max(1) as u64 * 4, PAGE))
+            }
+            None => ((0, 0), after_dst),
+        };
         let table_bytes = spec.rows * spec.row_bytes();
         // A vector stream's last chunk of a row may read up to a vector past the row's end.
-        let output = align(tables + spec.tables as u64 * table_bytes + TAIL_SLACK, PAGE);
-        Self { offsets, indices, weights, dst, tables, output }
+        let mut end = align(tables + spec.tables as u64 * table_bytes + TAIL_SLACK, PAGE);
+        let kg = inst.kg.as_ref().map(|_| {
+            let relation_table = end;
+            end = align(relation_table + spec.relations * spec.row_bytes() + TAIL_SLACK, PAGE);
+            KgLayout { heads: kg_arrays.0, relations: kg_arrays.1, relation_table }
+        });
+        Self { offsets, indices, weights, dst, kg, tables, output: end }
     }
 
     /// The regions of this layout filled with `inst`'s data.
@@ -104,6 +130,16 @@ impl Layout {
         if let (Some(base), Some(e)) = (self.dst, &inst.edges) {
             r.push(words("dst", base, e.iter().map(|&(_, d)| d).collect()));
         }
+        if let (Some(l), Some(k)) = (self.kg, &inst.kg) {
+            r.push(words("heads", l.heads, k.heads.clone()));
+            r.push(words("relations", l.relations, k.relations.clone()));
+            r.push(DataRegion {
+                name: "relation_table".into(),
+                base: l.relation_table,
+                size: spec.relations * spec.row_bytes(),
+                contents: Contents::Table { seed: inst.table_seed, table: 1, dim: spec.dim },
+            });
+        }
         for t in 0..spec.tables {
             r.push(DataRegion {
                 name: format!("table{t}"),
@@ -115,7 +151,7 @@ impl Layout {
         r.push(DataRegion {
             name: "output".into(),
             base: self.output,
-            size: (spec.bags() * spec.row_bytes()).max(4),
+            size: (spec.bags() * spec.out_width() * 4).max(4),
             contents: Contents::Output,
         });
         r

@@ -52,6 +52,10 @@ pub enum Op {
     /// `index_add_` of the gathered rows). The same sum as `gnn_aggregate`, computed edge by
     /// edge with a read-modify-write of the destination's row instead of a bag per vertex.
     GnnScatter,
+    /// Knowledge-graph scoring: each of `batch` (head, relation, tail) triples is scored against
+    /// its true tail and `negatives` corrupted tails (entities of an `rows`-row table,
+    /// relations of a `relations`-row table), by the `model` score function.
+    KgScore,
     /// Sparse attention's KV gather: each query gathers its top-k KV rows of its head's cache
     /// (`tables` heads of `rows` positions, `batch` queries per head, `bag_size` = k, in blocks
     /// of `block` consecutive positions) and sums them weighted by its attention scores.
@@ -69,6 +73,22 @@ pub enum Pooling {
     Mean,
     /// Element-wise maximum.
     Max,
+}
+
+/// A knowledge-graph embedding model's score of a triple (h, r, t), over rows of `dim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KgModel {
+    /// TransE with the L1 distance: `-sum |h + r - t|` (Bordes et al., 2013).
+    #[serde(rename = "transe")]
+    TransE,
+    /// DistMult: `sum h * r * t` (Yang et al., 2015).
+    #[serde(rename = "distmult")]
+    DistMult,
+    /// ComplEx: `Re(sum h * r * conj(t))` over `dim / 2` complex numbers, each row holding the
+    /// real parts then the imaginary parts (Trouillon et al., 2016).
+    #[serde(rename = "complex")]
+    ComplEx,
 }
 
 /// Element type of the tables.
@@ -142,6 +162,15 @@ pub struct WorkloadSpec {
     /// The graph (GNN aggregation only).
     #[serde(default)]
     pub graph: Option<GraphSpec>,
+    /// Knowledge-graph scoring: the score function.
+    #[serde(default)]
+    pub model: Option<KgModel>,
+    /// Knowledge-graph scoring: rows of the relation table.
+    #[serde(default)]
+    pub relations: u64,
+    /// Knowledge-graph scoring: corrupted tails scored per triple, besides the true one.
+    #[serde(default)]
+    pub negatives: u32,
 }
 
 /// A workload the compiler cannot take, naming the field at fault.
@@ -166,6 +195,35 @@ impl WorkloadSpec {
         let mut w = self.clone();
         match self.op {
             Op::EmbeddingBag => self.require_table_shape("embedding_bag")?,
+            Op::KgScore => {
+                if self.graph.is_some() || self.weights || self.tables > 1 || self.bag_size != 0 {
+                    return Err(bad(
+                        "op",
+                        "kg_score takes rows, relations, negatives, model, batch, dim and [indices] \
+                         (no graph, weights, tables or bag_size)",
+                    ));
+                }
+                for (field, missing) in [
+                    ("rows", self.rows == 0),
+                    ("relations", self.relations == 0),
+                    ("batch", self.batch == 0),
+                    ("model", self.model.is_none()),
+                    ("indices", self.indices.is_none()),
+                ] {
+                    if missing {
+                        return Err(bad(field, "required (at least 1) for op = \"kg_score\""));
+                    }
+                }
+                if self.model == Some(KgModel::ComplEx) && self.dim % 2 == 1 {
+                    return Err(bad(
+                        "dim",
+                        format!("{} is odd: a ComplEx row holds real and imaginary halves", self.dim),
+                    ));
+                }
+                // One bag per triple: its candidate tails.
+                w.tables = 1;
+                w.bag_size = 1 + self.negatives;
+            }
             Op::SparseAttention => {
                 self.require_table_shape("sparse_attention")?;
                 if self.pooling != Pooling::Sum {
@@ -276,12 +334,15 @@ impl WorkloadSpec {
         {
             return Err(bad("indices.alpha", format!("{alpha} must be a positive number")));
         }
+        if self.op != Op::KgScore && (self.model.is_some() || self.relations != 0 || self.negatives != 0) {
+            return Err(bad("model", "model, relations and negatives are for op = \"kg_score\""));
+        }
         if self.op != Op::SparseAttention && self.block > 1 {
             return Err(bad("block", "only op = \"sparse_attention\" selects blocks"));
         }
         match (self.op, self.graph) {
-            (Op::EmbeddingBag | Op::SparseAttention, None) if self.indices.is_some() => {}
-            (Op::EmbeddingBag | Op::SparseAttention, _) => {
+            (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore, None) if self.indices.is_some() => {}
+            (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }
             (Op::GnnAggregate | Op::GnnScatter, Some(g)) => {
@@ -301,6 +362,12 @@ impl WorkloadSpec {
     /// Bytes of one table row.
     pub fn row_bytes(&self) -> u64 {
         self.dim as u64 * 4
+    }
+
+    /// Output values per bag: a row of `dim`, or one score per candidate tail (knowledge-graph
+    /// scoring).
+    pub fn out_width(&self) -> u64 {
+        if self.op == Op::KgScore { u64::from(self.bag_size.max(1)) } else { u64::from(self.dim) }
     }
 
     /// Bags in all tables.

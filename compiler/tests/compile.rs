@@ -20,6 +20,9 @@ fn spec() -> WorkloadSpec {
         bag_size: 4,
         weights: false,
         block: 0,
+        model: None,
+        relations: 0,
+        negatives: 0,
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
     }

@@ -180,6 +180,14 @@ fn golden_gnn_aggregation() {
 }
 
 #[test]
+fn golden_kg_distmult() {
+    check(workload(
+        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"distmult\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
+         dim = 32\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n",
+    ));
+}
+
+#[test]
 fn golden_gnn_message_passing() {
     check(workload(
         "name = \"gnn-scatter\"\nop = \"gnn_scatter\"\ndim = 16\ndtype = \"f32\"\nbatch = 32\n\

@@ -172,6 +172,8 @@ pub enum Opcode {
     VFloat(FloatOp),
     /// `%v = vbcast X`: X in every lane.
     VBcast,
+    /// `%x = vredsum V, N`: the sum of V's first N lanes, lane 0 first (a reduction's chunk).
+    VRedSum,
     /// `%v = vload.buf B, OFF, N`: N elements from element OFF of buffer operand B (a row the
     /// access unit marshaled).
     VLoadBuf,
@@ -237,6 +239,7 @@ impl Opcode {
         v.extend(FloatOp::ALL.map(Opcode::VFloat));
         v.extend([
             Opcode::VBcast,
+            Opcode::VRedSum,
             Opcode::VLoadBuf,
             Opcode::VGetAcc,
             Opcode::VSetAcc,
@@ -283,6 +286,7 @@ impl Opcode {
             Opcode::VStore => "vstore".into(),
             Opcode::VFloat(op) => format!("vf{}", op.name()),
             Opcode::VBcast => "vbcast".into(),
+            Opcode::VRedSum => "vredsum".into(),
             Opcode::VLoadBuf => "vload.buf".into(),
             Opcode::VGetAcc => "vgetacc".into(),
             Opcode::VSetAcc => "vsetacc".into(),

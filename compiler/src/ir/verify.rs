@@ -258,6 +258,7 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
         Opcode::Int(_) | Opcode::Float(_) | Opcode::VFloat(_) | Opcode::SlcAlu(_) => count(2),
         Opcode::IToF | Opcode::VBcast | Opcode::SlcFromStream => count(1),
         Opcode::VLoadBuf => count(3),
+        Opcode::VRedSum => count(2),
         Opcode::GetVar | Opcode::IncrementVar => match a.as_slice() {
             [Arg::Int(0..=15)] => Ok(()),
             _ => Err("expects a variable number 0..=15".into()),

@@ -7,7 +7,7 @@
 //! unit then sends one callback per row instead of one per chunk.
 
 use super::decouple::rename;
-use crate::ir::{Arg, Event, Func, Op, Opcode, Value};
+use crate::ir::{Arg, Event, Func, IntOp, Op, Opcode, Value};
 use std::collections::HashMap;
 
 /// Bufferizes every qualifying loop of SLC function `f`.
@@ -44,20 +44,40 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
         _ => return None,
     };
     let k = child.result();
-    let mut bufs = Vec::new();
+    let mut bufs: Vec<Op> = Vec::new();
     let mut streams = Vec::new();
     let mut callbacks: HashMap<Event, &Op> = HashMap::new();
+    // `k + c` indices (a row read at two offsets) and, per vector stream, its buffer and offset.
+    let mut offset_of: HashMap<Value, i64> = HashMap::from([(k, 0)]);
+    let mut buffer_of: HashMap<Value, (Value, i64)> = HashMap::new();
+    let mut row_len = hi;
     for inner in child.body() {
         match inner.opcode {
+            Opcode::SlcAlu(IntOp::Add) => match inner.args.as_slice() {
+                [Arg::Value(x), Arg::Int(c)] if *x == k => {
+                    offset_of.insert(inner.result(), *c);
+                    row_len = row_len.max(hi + c);
+                }
+                _ => return None,
+            },
             Opcode::SlcVMem => {
                 let m = inner.args[0].mem()?;
                 let n = inner.args.len();
-                // The whole row, chunk by chunk.
-                if inner.args[n - 2] != Arg::Value(k) || f.mem_decl(m).row_elems() as i64 != hi {
+                let offset = inner.args[n - 2].value().and_then(|v| offset_of.get(&v).copied())?;
+                // Whole rows, chunk by chunk (with offsets, the chunks of the row's parts).
+                if f.mem_decl(m).row_elems() as i64 != row_len {
                     return None;
                 }
+                let row = &inner.args[..n - 2];
+                let buffer = match bufs.iter().find(|b| b.args.as_slice() == row) {
+                    Some(b) => b.result(),
+                    None => {
+                        bufs.push(Op::new(Opcode::SlcBuf, inner.results.clone(), row.to_vec()));
+                        inner.result()
+                    }
+                };
                 streams.push(inner.result());
-                bufs.push(Op::new(Opcode::SlcBuf, inner.results.clone(), inner.args[..n - 2].to_vec()));
+                buffer_of.insert(inner.result(), (buffer, offset));
             }
             Opcode::SlcCallback(e) => {
                 callbacks.insert(e, inner);
@@ -71,6 +91,9 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
     let mut read_of: HashMap<Value, Value> = HashMap::new();
     let mut alias: HashMap<Value, Value> = HashMap::new();
     let mut sections: Vec<Vec<Op>> = Vec::new();
+    let mut chunk_offset: HashMap<Value, i64> = HashMap::new();
+    // Reads of a second stream over an already-read buffer: (read, the buffer's read, offset).
+    let mut handle_offset: Vec<(Value, Value, i64)> = Vec::new();
     let kc = f.value("k");
     for e in Event::ALL {
         let Some(cb) = callbacks.get(&e) else {
@@ -83,28 +106,53 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
                 ops.push(c.clone());
                 continue;
             }
-            let src = c.args[0].value()?;
+            let mut src = c.args[0].value()?;
+            if let Some(&(buffer, offset)) = buffer_of.get(&src) {
+                // A vector stream's read becomes its buffer's, at its offset in the row.
+                src = buffer;
+                chunk_offset.insert(c.result(), offset);
+            }
             if src == k {
                 alias.insert(c.result(), kc);
             } else if let Some(&r) = read_of.get(&src) {
+                if let Some(o) = chunk_offset.get(&c.result()).copied() {
+                    chunk_offset.insert(r, chunk_offset.get(&r).copied().unwrap_or(0));
+                    handle_offset.push((c.result(), r, o));
+                }
                 alias.insert(c.result(), r);
             } else {
                 read_of.insert(src, c.result());
-                reads.push(c.clone());
+                reads.push(Op::new(Opcode::SlcFromStream, c.results.clone(), vec![Arg::Value(src)]));
             }
         }
         sections.push(ops);
     }
     // In the loop, the chunk loads of each buffer read at the chunk's offset.
     let mut loop_body = Vec::new();
-    let handles: Vec<Value> = streams.iter().filter_map(|s| read_of.get(s).copied()).collect();
+    let _ = &streams;
     let mut iter_ops = std::mem::take(&mut sections[1]);
-    rename(&mut iter_ops, &alias);
+    // Each chunk load reads its buffer at the chunk's offset (plus its stream's offset).
+    let mut offsets: HashMap<Value, i64> = HashMap::new();
+    for (read, _, o) in &handle_offset {
+        offsets.insert(*read, *o);
+    }
     for op in &mut iter_ops {
-        if op.opcode == Opcode::VLoadBuf && op.args[0].value().is_some_and(|h| handles.contains(&h)) {
-            op.args[1] = Arg::Value(kc);
+        if op.opcode != Opcode::VLoadBuf {
+            continue;
+        }
+        let Some(h) = op.args[0].value() else { continue };
+        let offset = offsets.get(&h).or(chunk_offset.get(&h)).copied();
+        if let Some(o) = offset {
+            if o == 0 {
+                op.args[1] = Arg::Value(kc);
+            } else {
+                let at = f.value("kc");
+                loop_body.push(Op::new(Opcode::Int(IntOp::Add), vec![at], vec![Arg::Value(kc), Arg::Int(o)]));
+                op.args[1] = Arg::Value(at);
+            }
         }
     }
+    rename(&mut iter_ops, &alias);
     loop_body.extend(iter_ops);
     let mut cb_body = reads;
     let mut begin = std::mem::take(&mut sections[0]);

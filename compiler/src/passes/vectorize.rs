@@ -128,11 +128,20 @@ fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
     let mut streams = HashSet::new();
     let mut body = Vec::new();
     let mut callback = None;
+    // The element index and `k + c` streams of it (a row's second half, ComplEx's imaginary
+    // parts): chunk-aligned like k itself.
+    let mut element: HashSet<Value> = HashSet::from([iv]);
     for inner in op.body() {
         match inner.opcode {
+            Opcode::SlcAlu(IntOp::Add) if matches!(inner.args.as_slice(), [Arg::Value(x), Arg::Int(_)] if *x == iv) =>
+            {
+                element.insert(inner.result());
+                body.push(inner.clone());
+            }
             Opcode::SlcMem => {
                 let (last, rest) = inner.args.split_last()?;
-                if *last != Arg::Value(iv) || rest.contains(&Arg::Value(iv)) {
+                let offset_free = rest.iter().all(|a| !a.value().is_some_and(|v| element.contains(&v)));
+                if !last.value().is_some_and(|v| element.contains(&v)) || !offset_free {
                     return None;
                 }
                 streams.insert(inner.result());
@@ -141,6 +150,8 @@ fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
                 body.push(Op::new(Opcode::SlcVMem, inner.results.clone(), args));
             }
             Opcode::SlcCallback(Event::Iter) if callback.is_none() => callback = Some(inner),
+            // Begin and end happen outside the iterations: they do not change.
+            Opcode::SlcCallback(Event::Begin | Event::End) => body.push(inner.clone()),
             _ => return None,
         }
     }
@@ -217,6 +228,9 @@ fn vector_body(
     let mut vec: HashSet<Value> = vectors.clone();
     let mut bcast: HashMap<String, Value> = HashMap::new();
     let mut out = Vec::new();
+    // Scalars loaded from written memory (accumulators), and the sums folded into them.
+    let mut accumulators: HashSet<Value> = HashSet::new();
+    let mut reduced: HashSet<Value> = HashSet::new();
     let uses_k = |args: &[Arg]| args.iter().any(|a| a.value().is_some_and(|v| ks.contains(&v)));
     for op in ops {
         let a = &op.args;
@@ -225,8 +239,14 @@ fn vector_body(
                 let n = if op.opcode == Opcode::Load { a.len() } else { a.len() - 1 };
                 let idx = &a[1..n];
                 if !uses_k(idx) {
-                    if op.opcode == Opcode::Store || uses_k(a) {
+                    // A reduction's store: once per chunk instead of once per element.
+                    let reduction =
+                        op.opcode == Opcode::Store && a[n].value().is_some_and(|v| reduced.contains(&v));
+                    if (op.opcode == Opcode::Store && !reduction) || uses_k(a) {
                         return None;
+                    }
+                    if op.opcode == Opcode::Load && a[0].mem().is_some_and(|m| !f.mem_decl(m).readonly) {
+                        accumulators.insert(op.result());
                     }
                     out.push(op.clone());
                     continue;
@@ -245,6 +265,21 @@ fn vector_body(
                     args.push(x);
                     out.push(Op::new(Opcode::VStore, vec![], args));
                 }
+            }
+            Opcode::Float(FloatOp::Add)
+                if a.iter().any(|x| x.value().is_some_and(|v| accumulators.contains(&v)))
+                    && a.iter().any(|x| x.value().is_some_and(|v| vec.contains(&v))) =>
+            {
+                // `acc + v`, a reduction: add the chunk's lanes to the scalar accumulator.
+                let (acc, v) = if a[0].value().is_some_and(|v| accumulators.contains(&v)) {
+                    (a[0], a[1])
+                } else {
+                    (a[1], a[0])
+                };
+                let h = f.value("h");
+                out.push(Op::new(Opcode::VRedSum, vec![h], vec![v, count]));
+                out.push(Op::new(Opcode::Float(FloatOp::Add), op.results.clone(), vec![acc, Arg::Value(h)]));
+                reduced.insert(op.result());
             }
             Opcode::Float(o) if a.iter().any(|x| x.value().is_some_and(|v| vec.contains(&v))) => {
                 if matches!(o, FloatOp::Sub | FloatOp::Div) {

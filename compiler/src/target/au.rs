@@ -23,8 +23,15 @@ pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Resul
         .find(|o| o.opcode == Opcode::DlcConfigure)
         .ok_or("the DLC function has no dlc.configure_access")?;
     let folded = foldable_offsets(config.body());
-    let mut b =
-        AuBuilder { f, bases, p: AuProgram::default(), tus: HashMap::new(), streams: HashMap::new(), folded };
+    let mut b = AuBuilder {
+        f,
+        bases,
+        p: AuProgram::default(),
+        tus: HashMap::new(),
+        streams: HashMap::new(),
+        folded,
+        alus: HashMap::new(),
+    };
     let mut callbacks: Vec<(u32, Callback)> = Vec::new();
     for op in config.body() {
         match op.opcode {
@@ -126,6 +133,8 @@ struct AuBuilder<'a> {
     streams: HashMap<Value, StreamId>,
     /// Index streams folded into addresses: value -> (stream, constant added).
     folded: HashMap<Value, (Value, i64)>,
+    /// Address arithmetic already built, shared by the streams that need it.
+    alus: HashMap<(TuId, AluOp, Operand, Operand), StreamId>,
 }
 
 impl AuBuilder<'_> {
@@ -135,6 +144,16 @@ impl AuBuilder<'_> {
         }
         self.p.streams.push(Stream { tu, kind });
         Ok(StreamId(self.p.streams.len() as u8 - 1))
+    }
+
+    /// An address-arithmetic stream `a op b` in TU `t`, shared with any identical one.
+    fn alu(&mut self, t: TuId, op: AluOp, a: Operand, b: Operand) -> Result<StreamId, String> {
+        if let Some(&s) = self.alus.get(&(t, op, a, b)) {
+            return Ok(s);
+        }
+        let s = self.push(t, StreamKind::Alu { op, a, b })?;
+        self.alus.insert((t, op, a, b), s);
+        Ok(s)
     }
 
     fn tu_of(&self, a: Arg) -> Result<TuId, String> {
@@ -251,25 +270,18 @@ impl AuBuilder<'_> {
                 a => {
                     let mut term = self.stream_of(a)?;
                     if *s != 1 {
-                        term = self.push(
-                            t,
-                            StreamKind::Alu {
-                                op: AluOp::Mul,
-                                a: Operand::Stream(term),
-                                b: Operand::Const(*s as i64),
-                            },
-                        )?;
+                        // Scaled where the index is produced (once per iteration of its TU).
+                        let at = self.p.streams[term.0 as usize].tu;
+                        term = self.alu(at, AluOp::Mul, Operand::Stream(term), Operand::Const(*s as i64))?;
                     }
                     index = Some(match index {
                         None => term,
-                        Some(acc) => self.push(
-                            t,
-                            StreamKind::Alu {
-                                op: AluOp::Add,
-                                a: Operand::Stream(acc),
-                                b: Operand::Stream(term),
-                            },
-                        )?,
+                        Some(acc) => {
+                            // At the later of the two TUs (streams of enclosing TUs are visible).
+                            let at =
+                                self.p.streams[acc.0 as usize].tu.max(self.p.streams[term.0 as usize].tu);
+                            self.alu(at, AluOp::Add, Operand::Stream(acc), Operand::Stream(term))?
+                        }
                     });
                 }
             }

@@ -378,6 +378,20 @@ impl<'a> CoreEmitter<'a> {
                     self.line(&format!("vbcast v{vd}, r{rs}"));
                 }
             }
+            Opcode::VRedSum => {
+                let vs = self.vreg(a[0])?;
+                // A non-constant count is a masked tail, whose other lanes are zero: sum them all.
+                let lanes = match self.arg(a[1])? {
+                    Loc::Int(n) => n,
+                    _ => i64::from(self.lanes),
+                };
+                let rd = self.alloc_r(op.result())?;
+                self.line(&format!("vext r{rd}, v{vs}, 0"));
+                for lane in 1..lanes {
+                    self.line(&format!("vext r{}, v{vs}, {lane}", SCRATCH[1]));
+                    self.line(&format!("fadd r{rd}, r{rd}, r{}", SCRATCH[1]));
+                }
+            }
             Opcode::VLoadBuf => {
                 let rb = self.reg(a[0], 1)?;
                 let count = self.count(a[2])?;
