@@ -231,10 +231,17 @@ fn vector_body(
     // Scalars loaded from written memory (accumulators), and the sums folded into them.
     let mut accumulators: HashSet<Value> = HashSet::new();
     let mut reduced: HashSet<Value> = HashSet::new();
-    let uses_k = |args: &[Arg]| args.iter().any(|a| a.value().is_some_and(|v| ks.contains(&v)));
+    // The element index and `k + c` values (a row's other part, read at the same offset).
+    let mut ks: HashSet<Value> = ks.clone();
     for op in ops {
+        let uses_k = |args: &[Arg]| args.iter().any(|a| a.value().is_some_and(|v| ks.contains(&v)));
         let a = &op.args;
         match op.opcode {
+            Opcode::Int(IntOp::Add) if matches!(a.as_slice(), [Arg::Value(x), Arg::Int(_)] if ks.contains(x)) =>
+            {
+                ks.insert(op.result());
+                out.push(op.clone());
+            }
             Opcode::Load | Opcode::Store => {
                 let n = if op.opcode == Opcode::Load { a.len() } else { a.len() - 1 };
                 let idx = &a[1..n];

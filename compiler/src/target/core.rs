@@ -4,7 +4,7 @@
 //! Registers are allocated by linear scan over the ops in program order: a value holds its
 //! register from its definition to its last use, where a use inside a loop that the value was
 //! defined outside of lasts to the end of that loop (it is read again every iteration). Integer
-//! constants fold into immediates and memory offsets. A loop with constant bounds and at most
+//! constants fold into immediates and memory offsets. An innermost loop with constant bounds and at most
 //! [`UNROLL_LIMIT`] iterations is unrolled, its induction variable a constant in each copy
 //! (the chunk loops over a row, which then address their chunks with immediate offsets). Vector
 //! accumulators (`vgetacc`/`vsetacc`) live in `v0`.. for the whole program. Scalar registers
@@ -15,8 +15,8 @@ use crate::ir::{Arg, Func, MemId, Op, Opcode, Value, walk};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write;
 
-/// Loops with at most this many iterations and constant bounds are unrolled.
-pub const UNROLL_LIMIT: i64 = 16;
+/// Innermost loops with at most this many iterations and constant bounds are unrolled.
+pub const UNROLL_LIMIT: i64 = 32;
 const FIRST_REG: u8 = 2;
 const LAST_REG: u8 = 27;
 const SCRATCH: [u8; 3] = [28, 29, 30];
@@ -448,7 +448,9 @@ impl<'a> CoreEmitter<'a> {
         let start = self.pos;
         if let (Loc::Int(lo), Loc::Int(hi)) = (lo, hi) {
             let trips = if hi > lo { (hi - lo + step - 1) / step } else { 0 };
-            if trips <= UNROLL_LIMIT {
+            // Innermost loops only: a row's chunks, not the loops around them.
+            let innermost = !op.body().iter().any(|o| o.opcode == Opcode::For);
+            if trips <= UNROLL_LIMIT && innermost {
                 for t in 0..trips {
                     self.pos = start;
                     self.loc.insert(iv, Loc::Int(lo + t * step));
