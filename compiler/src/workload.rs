@@ -222,7 +222,7 @@ impl WorkloadSpec {
                 }
                 // One bag per triple: its candidate tails.
                 w.tables = 1;
-                w.bag_size = 1 + self.negatives;
+                w.bag_size = self.negatives.saturating_add(1);
             }
             Op::SparseAttention => {
                 self.require_table_shape("sparse_attention")?;
