@@ -2,9 +2,10 @@
 //!
 //! A vectorized access loop over all the elements of rows (bounds `0..row length`, only vector
 //! streams `slc.vmem` over rows and an `iter` callback) is replaced, in its parent loop, by one
-//! buffer stream per row (`slc.buf`: the row marshaled as one operand) and one `iter` callback
-//! of the parent that holds the loop as a core loop reading the buffers (`vload.buf`). The
-//! unit then sends one callback per row instead of one per chunk.
+//! buffer stream per row (`slc.buf`: the row marshaled as one operand; streams reading one row
+//! at two offsets, `k` and `k + c`, share it) and one `iter` callback of the parent that holds
+//! the loop as a core loop reading the buffers (`vload.buf`). The unit then sends one callback
+//! per row instead of one per chunk.
 
 use super::decouple::rename;
 use crate::ir::{Arg, Event, Func, IntOp, Op, Opcode, Value};
@@ -45,7 +46,6 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
     };
     let k = child.result();
     let mut bufs: Vec<Op> = Vec::new();
-    let mut streams = Vec::new();
     let mut callbacks: HashMap<Event, &Op> = HashMap::new();
     // `k + c` indices (a row read at two offsets) and, per vector stream, its buffer and offset.
     let mut offset_of: HashMap<Value, i64> = HashMap::from([(k, 0)]);
@@ -76,7 +76,6 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
                         inner.result()
                     }
                 };
-                streams.push(inner.result());
                 buffer_of.insert(inner.result(), (buffer, offset));
             }
             Opcode::SlcCallback(e) => {
@@ -129,7 +128,6 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
     }
     // In the loop, the chunk loads of each buffer read at the chunk's offset.
     let mut loop_body = Vec::new();
-    let _ = &streams;
     let mut iter_ops = std::mem::take(&mut sections[1]);
     // Each chunk load reads its buffer at the chunk's offset (plus its stream's offset).
     let mut offsets: HashMap<Value, i64> = HashMap::new();
