@@ -188,6 +188,22 @@ fn golden_kg_distmult() {
 }
 
 #[test]
+fn golden_kg_transe() {
+    check(workload(
+        "name = \"kg-transe\"\nop = \"kg_score\"\nmodel = \"transe\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
+         dim = 32\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n",
+    ));
+}
+
+#[test]
+fn golden_sparse_attention() {
+    check(workload(
+        "name = \"attention\"\nop = \"sparse_attention\"\ntables = 2\nrows = 64\ndim = 32\ndtype = \"f32\"\n\
+         batch = 2\nbag_size = 8\nblock = 2\n[indices]\ndistribution = \"uniform\"\n",
+    ));
+}
+
+#[test]
 fn golden_gnn_message_passing() {
     check(workload(
         "name = \"gnn-scatter\"\nop = \"gnn_scatter\"\ndim = 16\ndtype = \"f32\"\nbatch = 32\n\
