@@ -16,8 +16,39 @@ pub fn bufferize(f: &Func) -> Func {
     let mut out = f.clone();
     let mut body = std::mem::take(&mut out.body);
     walk_loops(&mut out, &mut body);
+    for op in body.iter_mut() {
+        hoist_rows(op);
+    }
     out.body = body;
     out
+}
+
+/// Moves buffer streams whose row does not change with their loop (a knowledge-graph triple's
+/// head and relation rows, read for each candidate tail) out to the loop that sets the row, so
+/// the unit fetches them once per iteration there.
+fn hoist_rows(l: &mut Op) {
+    if l.opcode != Opcode::SlcFor {
+        return;
+    }
+    let body = &mut l.regions[0];
+    let Some(c) = body.iter().position(|o| o.opcode == Opcode::SlcFor) else { return };
+    hoist_rows(&mut body[c]);
+    // Values the child loop defines (its induction variable and streams) pin a row to it.
+    let child = &body[c];
+    let mut local: Vec<Value> = vec![child.result()];
+    local.extend(child.body().iter().flat_map(|o| o.results.iter().copied()));
+    let (moved, kept): (Vec<Op>, Vec<Op>) = child
+        .body()
+        .iter()
+        .cloned()
+        .partition(|o| o.opcode == Opcode::SlcBuf && !o.value_args().any(|v| local.contains(&v)));
+    if moved.is_empty() {
+        return;
+    }
+    body[c].regions[0] = kept;
+    for (n, op) in moved.into_iter().enumerate() {
+        body.insert(c + n, op);
+    }
 }
 
 fn walk_loops(f: &mut Func, ops: &mut [Op]) {
