@@ -108,12 +108,11 @@ fn create_dir(path: &Path) -> Result<(), DumpError> {
 /// differ from the reference are written all the same.
 pub fn dump(exp: &Experiment, outcomes: &[Outcome], opts: &DumpOptions) -> Result<Vec<PathBuf>, DumpError> {
     check(exp, opts)?;
-    let seeds = exp.seeds();
     let mut files = Vec::new();
     for spec in &exp.file.workload {
         let dir = opts.dir.join(&spec.name);
         if opts.inputs {
-            let inst = EmbeddingBagInstance::generate(spec, &seeds);
+            let inst = exp.instance(spec);
             files.extend(write_inputs(&dir.join(INPUTS), spec, &inst)?);
         }
         for o in outcomes.iter().filter(|o| o.workload == spec.name) {

@@ -17,6 +17,7 @@ use gpu_model::{GatherShape, GpuConfig};
 use mem_model::SimpleMemoryConfig;
 use mem_model::dram::DramSpec;
 use sim_core::{Clock, PS_PER_SECOND, SeedTree, Tick};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,6 +44,8 @@ pub struct Experiment {
     pub out_dir: PathBuf,
     /// Simulated-time limit of each run.
     pub max_sim_time: Tick,
+    /// The instances of workloads that read an index trace, by workload name.
+    pub traces: HashMap<String, EmbeddingBagInstance>,
 }
 
 /// Command-line settings that override the file.
@@ -291,6 +294,35 @@ fn hand_programs(doc: &Document, key: &str, stem: &str) -> Result<compiler::hand
     Ok(compiler::hand::HandPrograms { au: read("au")?, core: read("core")? })
 }
 
+/// Reads the index trace of `spec` (the workload at config key `key`), if it names one: its
+/// `.npy` files relative to the file that names them, checked against the workload. Errors
+/// name the file and key.
+pub fn read_trace(
+    doc: &Document,
+    key: &str,
+    spec: &WorkloadSpec,
+    seeds: &SeedTree,
+) -> Result<Option<EmbeddingBagInstance>, ConfigError> {
+    let Some(t) = &spec.trace else { return Ok(None) };
+    let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
+    let read = |field: &str, file: &str| {
+        let at = format!("{prefix}trace.{field}");
+        let dir = doc.locate(&at).and_then(|l| l.file.parent()).unwrap_or(Path::new("")).to_path_buf();
+        let path = tidy(&dir.join(file));
+        crate::npy_read::read_ints(&path).map_err(|e| doc.error_at(&at, e.to_string()))
+    };
+    let (offsets, indices) = (read("offsets", &t.offsets)?, read("indices", &t.indices)?);
+    EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds)
+        .map(Some)
+        .map_err(|e| doc.error_at(&format!("{prefix}{}", e.field), e.message))
+}
+
+/// The mean bag size of an instance, rounded up (at least 1).
+pub fn mean_bag(inst: &EmbeddingBagInstance) -> u32 {
+    let bags = inst.offsets.len().saturating_sub(1).max(1);
+    (inst.indices.len().div_ceil(bags)).max(1) as u32
+}
+
 /// `path` without `.` components and with `dir/..` pairs folded (lexically), for messages.
 fn tidy(path: &Path) -> PathBuf {
     use std::path::Component;
@@ -353,6 +385,15 @@ impl Experiment {
                 return Err(doc.error_at(&format!("workload[{i}].name"), "two workloads have this name"));
             }
         }
+        // Index traces are read and checked now, so a bad one fails before any run.
+        let seeds = SeedTree::new(file.experiment.seed);
+        let mut traces = HashMap::new();
+        for i in 0..file.workload.len() {
+            if let Some(inst) = read_trace(&doc, &format!("workload[{i}]"), &file.workload[i], &seeds)? {
+                file.workload[i].bag_size = mean_bag(&inst);
+                traces.insert(file.workload[i].name.clone(), inst);
+            }
+        }
         // Hand-written programs must instantiate for every workload (placeholders, syntax).
         for (i, (_, plan)) in systems.iter().enumerate() {
             let SystemPlan::Dae(sys) = plan else { continue };
@@ -377,7 +418,15 @@ impl Experiment {
             None => PathBuf::from("out").join(&file.experiment.name),
         });
         let max_sim_time = file.experiment.max_sim_time.map_or(PS_PER_SECOND, |t| t.ps());
-        Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time })
+        Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time, traces })
+    }
+
+    /// The inputs of workload `spec`: its index trace, or indices drawn from [`Self::seeds`].
+    pub fn instance(&self, spec: &WorkloadSpec) -> EmbeddingBagInstance {
+        self.traces
+            .get(&spec.name)
+            .cloned()
+            .unwrap_or_else(|| EmbeddingBagInstance::generate(spec, &self.seeds()))
     }
 
     /// The random streams of a run: every workload's inputs are drawn from these.
@@ -587,7 +636,7 @@ pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome>
     let seeds = exp.seeds();
     let mut out = Vec::new();
     for spec in &exp.file.workload {
-        let inst = EmbeddingBagInstance::generate(spec, &seeds);
+        let inst = exp.instance(spec);
         let reference = inst.reference(spec);
         for (name, plan) in &exp.systems {
             let t0 = Instant::now();

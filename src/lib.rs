@@ -11,5 +11,6 @@ pub mod experiment;
 pub mod gpu;
 pub mod mem_frontend;
 pub mod npy;
+pub mod npy_read;
 pub mod report;
 pub mod system;

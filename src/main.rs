@@ -282,7 +282,11 @@ fn compile(args: &CompileArgs) -> Result<()> {
     let doc = Document::load(&args.workload)?;
     let spec: compiler::WorkloadSpec = doc.deserialize()?;
     let spec = spec.resolved().map_err(|e| doc.error_at(e.field, e.message.clone()))?;
-    let inst = compiler::EmbeddingBagInstance::generate(&spec, &SeedTree::new(args.seed));
+    let seeds = SeedTree::new(args.seed);
+    let inst = match dae_sim::experiment::read_trace(&doc, "", &spec, &seeds)? {
+        Some(inst) => inst,
+        None => compiler::EmbeddingBagInstance::generate(&spec, &seeds),
+    };
     let passes = match &args.passes {
         Some(list) => compiler::Passes::parse(list).map_err(|e| anyhow!("--passes: {e}"))?,
         None => compiler::Passes::level(args.opt_level)
@@ -500,7 +504,7 @@ fn bench_system() -> Result<()> {
     );
     let seeds = SeedTree::new(exp.file.experiment.seed);
     for spec in &exp.file.workload {
-        let inst = compiler::EmbeddingBagInstance::generate(spec, &seeds);
+        let inst = exp.instance(spec);
         let reference = inst.reference(spec);
         for (name, plan) in &exp.systems {
             let SystemPlan::Dae(sys) = plan else { continue };

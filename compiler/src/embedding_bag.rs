@@ -84,6 +84,68 @@ impl EmbeddingBagInstance {
         Self { offsets, indices, weights, kg: None, edges: None, table_seed }
     }
 
+    /// The instance of an index trace (see [`crate::workload::TraceFiles`]): `offsets` over
+    /// `tables x batch` bags and their row ids, checked against the workload (the field named
+    /// in an error is `trace.offsets` or `trace.indices`); table values are drawn from `seeds`
+    /// as for generated indices.
+    pub fn from_trace(
+        spec: &WorkloadSpec,
+        offsets: &[i64],
+        indices: &[i64],
+        seeds: &SeedTree,
+    ) -> Result<Self, crate::workload::WorkloadError> {
+        let bad = |field: &'static str, message: String| crate::workload::WorkloadError { field, message };
+        let bags = spec.bags();
+        if offsets.len() as u64 != bags + 1 {
+            return Err(bad(
+                "trace.offsets",
+                format!(
+                    "{} offsets, but tables x batch + 1 = {} x {} + 1 = {}",
+                    offsets.len(),
+                    spec.tables,
+                    spec.batch,
+                    bags + 1
+                ),
+            ));
+        }
+        if indices.len() > u32::MAX as usize {
+            return Err(bad("trace.indices", format!("{} row ids do not fit 32-bit offsets", indices.len())));
+        }
+        if offsets.first() != Some(&0) || offsets.last() != Some(&(indices.len() as i64)) {
+            return Err(bad(
+                "trace.offsets",
+                format!(
+                    "offsets must run from 0 to the {} row ids; they run from {:?} to {:?}",
+                    indices.len(),
+                    offsets.first(),
+                    offsets.last()
+                ),
+            ));
+        }
+        if let Some(g) = offsets.windows(2).position(|w| w[1] < w[0]) {
+            return Err(bad(
+                "trace.offsets",
+                format!("offsets[{}] = {} is below offsets[{g}] = {}", g + 1, offsets[g + 1], offsets[g]),
+            ));
+        }
+        if let Some(j) = indices.iter().position(|&i| i < 0 || i as u64 >= spec.rows) {
+            return Err(bad(
+                "trace.indices",
+                format!("indices[{j}] = {} is outside the table's {} rows", indices[j], spec.rows),
+            ));
+        }
+        let tree = seeds.child(&format!("workload.{}", spec.name));
+        let table_seed = rand::Rng::next_u64(&mut tree.stream("tables"));
+        Ok(Self {
+            offsets: offsets.iter().map(|&o| o as u32).collect(),
+            indices: indices.iter().map(|&i| i as u32).collect(),
+            weights: None,
+            kg: None,
+            edges: None,
+            table_seed,
+        })
+    }
+
     /// Knowledge-graph triples: heads and true tails drawn from `dist` over the entities,
     /// relations uniform, and `negatives` corrupted tails per triple drawn uniformly (as
     /// training and evaluation pipelines corrupt tails).

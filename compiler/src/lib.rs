@@ -34,4 +34,4 @@ pub use embedding_bag::EmbeddingBagInstance;
 pub use graph::{Csr, GraphSpec};
 pub use layout::{Contents, DataRegion, Layout};
 pub use passes::{Pass, Passes};
-pub use workload::{Dtype, IndexDistribution, KgModel, Op, Pooling, WorkloadError, WorkloadSpec};
+pub use workload::{Dtype, IndexDistribution, KgModel, Op, Pooling, TraceFiles, WorkloadError, WorkloadSpec};

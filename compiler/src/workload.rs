@@ -119,6 +119,18 @@ pub enum IndexDistribution {
     },
 }
 
+/// An index trace: `.npy` files of table-major CSR offsets (`tables x batch + 1` entries) and
+/// row ids, the layout of Meta's released embedding traces (paths relative to the file that
+/// names them; the binary reads them, the compiler checks them).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceFiles {
+    /// The offsets file.
+    pub offsets: String,
+    /// The row ids file.
+    pub indices: String,
+}
+
 /// A workload as written in TOML.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -159,6 +171,10 @@ pub struct WorkloadSpec {
     /// How indices are drawn (embedding bags; the blocks of sparse attention).
     #[serde(default)]
     pub indices: Option<IndexDistribution>,
+    /// Embedding bags: the indices from a trace instead of a generator (`bag_size` is then
+    /// the trace's mean, informational).
+    #[serde(default)]
+    pub trace: Option<TraceFiles>,
     /// The graph (GNN aggregation only).
     #[serde(default)]
     pub graph: Option<GraphSpec>,
@@ -194,6 +210,18 @@ impl WorkloadSpec {
     pub fn resolved(&self) -> Result<WorkloadSpec, WorkloadError> {
         let mut w = self.clone();
         match self.op {
+            Op::EmbeddingBag if self.trace.is_some() => {
+                if self.indices.is_some() || self.weights {
+                    return Err(bad("trace", "a trace replaces [indices] and carries no weights"));
+                }
+                let shape =
+                    WorkloadSpec { indices: Some(IndexDistribution::Uniform), bag_size: 1, ..self.clone() };
+                shape.require_table_shape("embedding_bag")?;
+                if w.bag_size == 0 {
+                    // Set from the trace when it is read; nominal until then.
+                    w.bag_size = 1;
+                }
+            }
             Op::EmbeddingBag => self.require_table_shape("embedding_bag")?,
             Op::KgScore => {
                 if self.graph.is_some() || self.weights || self.tables > 1 || self.bag_size != 0 {
@@ -334,6 +362,9 @@ impl WorkloadSpec {
         {
             return Err(bad("indices.alpha", format!("{alpha} must be a positive number")));
         }
+        if self.trace.is_some() && self.op != Op::EmbeddingBag {
+            return Err(bad("trace", "only op = \"embedding_bag\" reads an index trace"));
+        }
         if self.op != Op::KgScore && (self.model.is_some() || self.relations != 0 || self.negatives != 0) {
             return Err(bad("model", "model, relations and negatives are for op = \"kg_score\""));
         }
@@ -342,6 +373,7 @@ impl WorkloadSpec {
         }
         match (self.op, self.graph) {
             (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore, None) if self.indices.is_some() => {}
+            (Op::EmbeddingBag, None) if self.trace.is_some() => {}
             (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }

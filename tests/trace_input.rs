@@ -1,0 +1,83 @@
+//! Workloads whose indices come from an index trace (`.npy` offsets and row ids, the layout of
+//! Meta's released traces): simulated outputs equal the reference of the trace, and a bad trace
+//! is an error naming the file, the key and what is wrong.
+
+mod common;
+
+use common::{dae_sim, small_experiment, temp_dir};
+use dae_sim::experiment::{Experiment, Overrides};
+use std::path::Path;
+
+/// Writes a trace of 2 tables x 3 bags (sizes 2, 0, 3 / 1, 4, 2) over 50 rows and a workload
+/// naming it; `indices` replaces the row ids when given.
+fn trace_workload(dir: &Path, indices: Option<&[i64]>) -> std::path::PathBuf {
+    let offsets: [i64; 7] = [0, 2, 2, 5, 6, 10, 12];
+    let rows: Vec<i64> =
+        indices.map(<[i64]>::to_vec).unwrap_or_else(|| (0..12).map(|j| (j * 17 + 3) % 50).collect());
+    dae_sim::npy::write(&dir.join("offsets.npy"), &[offsets.len()], &offsets).unwrap();
+    dae_sim::npy::write(&dir.join("indices.npy"), &[rows.len()], &rows).unwrap();
+    let wl = dir.join("traced.toml");
+    std::fs::write(
+        &wl,
+        "name = \"traced\"\nop = \"embedding_bag\"\ntables = 2\nrows = 50\ndim = 24\ndtype = \"f32\"\nbatch = 3\n\
+         [trace]\noffsets = \"offsets.npy\"\nindices = \"indices.npy\"\n",
+    )
+    .unwrap();
+    wl
+}
+
+#[test]
+fn a_traced_workload_runs_verified_on_every_system() {
+    let dir = temp_dir("trace-ok");
+    let wl = trace_workload(&dir, None);
+    let cfg = small_experiment(&dir, &format!("\n[[workload]]\ninclude = \"{}\"\n", wl.display()));
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let spec = exp.file.workload.iter().find(|w| w.name == "traced").unwrap();
+    let inst = exp.instance(spec);
+    assert_eq!(inst.offsets, [0, 2, 2, 5, 6, 10, 12]);
+    assert_eq!(inst.indices[4], (4 * 17 + 3) % 50);
+    assert_eq!(spec.bag_size, 2, "the trace's mean bag, rounded up");
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{table}\n{}", String::from_utf8_lossy(&o.stderr));
+    let traced: Vec<&str> =
+        table.lines().filter(|l| l.contains("traced") && l.contains("cycle-level")).collect();
+    assert_eq!(traced.len(), 2, "{table}");
+    assert!(traced.iter().all(|l| l.ends_with("verified")), "{table}");
+    // The compile command reads the trace too.
+    let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "--emit", "au"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_bad_trace_names_the_file_the_key_and_the_fault() {
+    let dir = temp_dir("trace-bad");
+    let outside: Vec<i64> = (0..12).map(|j| if j == 7 { 50 } else { j }).collect();
+    let wl = trace_workload(&dir, Some(&outside));
+    let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&wl.display().to_string()), "{err}");
+    assert!(
+        err.contains("trace.indices") && err.contains("indices[7] = 50 is outside the table's 50 rows"),
+        "{err}"
+    );
+    // Offsets for another batch, a missing file, and an array of floats.
+    let text = std::fs::read_to_string(&wl).unwrap();
+    for (edit, want) in [
+        (text.replace("batch = 3", "batch = 4"), "7 offsets, but tables x batch + 1 = 2 x 4 + 1 = 9"),
+        (text.replace("\"indices.npy\"", "\"missing.npy\""), "missing.npy: cannot read"),
+    ] {
+        std::fs::write(&wl, edit).unwrap();
+        let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want) && !err.contains("panicked"), "{want}: {err}");
+    }
+    std::fs::write(&wl, &text).unwrap();
+    dae_sim::npy::write(&dir.join("indices.npy"), &[2], &[0.5f32, 1.5]).unwrap();
+    let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("trace.indices") && err.contains("not a little-endian integer"), "{err}");
+}
