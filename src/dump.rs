@@ -140,6 +140,11 @@ pub fn touched_rows(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Vec<(u3
     for (w, table) in inst.offsets.windows(2).zip(bag_tables(spec, inst.offsets.len().saturating_sub(1))) {
         rows.extend(inst.indices[w[0] as usize..w[1] as usize].iter().map(|&row| (table, row)));
     }
+    // Knowledge-graph triples also read their head (entity table 0) and relation (table 1).
+    if let Some(kg) = &inst.kg {
+        rows.extend(kg.heads.iter().map(|&h| (0, h)));
+        rows.extend(kg.relations.iter().map(|&r| (1, r)));
+    }
     rows.sort_unstable();
     rows.dedup();
     rows
@@ -181,10 +186,29 @@ pub fn write_inputs(
         w.extend(&values)?;
     }
     w.finish()?;
-    Ok(["offsets", "indices", "bag_tables", "rows", "table_rows"]
+    let mut written: Vec<PathBuf> = ["offsets", "indices", "bag_tables", "rows", "table_rows"]
         .iter()
         .map(|n| file(&format!("{n}.npy")))
-        .collect())
+        .collect();
+    // What an op reads besides bags: per-lookup weights, a triple's head and relation, the
+    // edge list of message passing (`[n, 2]`: source, destination).
+    if let Some(weights) = &inst.weights {
+        npy::write(&file("weights.npy"), &[weights.len()], weights)?;
+        written.push(file("weights.npy"));
+    }
+    if let Some(kg) = &inst.kg {
+        for (name, v) in [("heads", &kg.heads), ("relations", &kg.relations)] {
+            let v: Vec<i64> = v.iter().map(|&x| i64::from(x)).collect();
+            npy::write(&file(&format!("{name}.npy")), &[v.len()], &v)?;
+            written.push(file(&format!("{name}.npy")));
+        }
+    }
+    if let Some(edges) = &inst.edges {
+        let flat: Vec<i64> = edges.iter().flat_map(|&(s, d)| [i64::from(s), i64::from(d)]).collect();
+        npy::write(&file("edges.npy"), &[edges.len(), 2], &flat)?;
+        written.push(file("edges.npy"));
+    }
+    Ok(written)
 }
 
 #[cfg(test)]

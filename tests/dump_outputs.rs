@@ -186,3 +186,34 @@ fn dump_inputs_needs_dump_outputs_and_a_system_named_inputs_is_refused() {
     assert!(stderr.contains("cannot dump system \"inputs\""), "{stderr}");
     assert!(!out.exists(), "nothing ran");
 }
+
+/// What an op reads besides its bags is dumped too: a knowledge-graph triple's heads and
+/// relations (and their rows, from the relation table 1), and the scores' shape is
+/// `[triples, 1 + negatives]`.
+#[test]
+fn knowledge_graph_inputs_and_score_shapes_are_dumped() {
+    let dir = temp_dir("dump-kg");
+    let extra = "\n[[workload]]\nname = \"kg\"\nop = \"kg_score\"\nmodel = \"transe\"\nrows = 40\nrelations = 3\n\
+                 negatives = 2\ndim = 8\ndtype = \"f32\"\nbatch = 5\n[workload.indices]\ndistribution = \"uniform\"\n";
+    let cfg = small_experiment(&dir, extra);
+    let npy = dir.join("npy");
+    let o = dae_sim(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+        "--dump-outputs",
+        npy.to_str().unwrap(),
+        "--dump-inputs",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let inputs = npy.join("kg/inputs");
+    let heads = Npy::read(&inputs.join("heads.npy"));
+    assert_eq!((heads.shape.clone(), heads.i64s().len()), (vec![5], 5));
+    assert_eq!(Npy::read(&inputs.join("relations.npy")).shape, vec![5]);
+    let rows = Npy::read(&inputs.join("rows.npy"));
+    assert_eq!(rows.shape[1], 2);
+    let tables: Vec<i64> = rows.i64s().chunks(2).map(|pair| pair[0]).collect();
+    assert!(tables.contains(&0) && tables.contains(&1), "entity and relation rows: {tables:?}");
+    assert_eq!(Npy::read(&npy.join("kg/dae/output.npy")).shape, vec![5, 3]);
+}
