@@ -136,10 +136,7 @@ fn bag_tables(spec: &WorkloadSpec, bags: usize) -> impl Iterator<Item = u32> {
 
 /// The (table, row) pairs the lookups of `inst` touch, sorted and unique.
 pub fn touched_rows(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Vec<(u32, u32)> {
-    let mut rows = Vec::with_capacity(inst.indices.len());
-    for (w, table) in inst.offsets.windows(2).zip(bag_tables(spec, inst.offsets.len().saturating_sub(1))) {
-        rows.extend(inst.indices[w[0] as usize..w[1] as usize].iter().map(|&row| (table, row)));
-    }
+    let mut rows = inst.bag_rows(spec);
     // Knowledge-graph triples also read their head (entity table 0) and relation (table 1).
     if let Some(kg) = &inst.kg {
         rows.extend(kg.heads.iter().map(|&h| (0, h)));

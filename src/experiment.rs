@@ -284,9 +284,8 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
 /// Reads the templates `<stem>.au` and `<stem>.core` named by the key at `key`, the stem relative
 /// to the file that sets it (as `include` resolves its path).
 fn hand_programs(doc: &Document, key: &str, stem: &str) -> Result<compiler::hand::HandPrograms, ConfigError> {
-    let dir = doc.locate(key).and_then(|l| l.file.parent()).unwrap_or(Path::new("")).to_path_buf();
     let read = |ext: &str| {
-        let path = tidy(&dir.join(format!("{stem}.{ext}")));
+        let path = relative_to(doc, key, &format!("{stem}.{ext}"));
         std::fs::read_to_string(&path)
             .map(|text| compiler::hand::Template { name: path.display().to_string(), text })
             .map_err(|e| doc.error_at(key, format!("cannot read {}: {e}", path.display())))
@@ -307,8 +306,7 @@ pub fn read_trace(
     let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
     let read = |field: &str, file: &str| {
         let at = format!("{prefix}trace.{field}");
-        let dir = doc.locate(&at).and_then(|l| l.file.parent()).unwrap_or(Path::new("")).to_path_buf();
-        let path = tidy(&dir.join(file));
+        let path = relative_to(doc, &at, file);
         crate::npy_read::read_ints(&path).map_err(|e| doc.error_at(&at, e.to_string()))
     };
     let (offsets, indices) = (read("offsets", &t.offsets)?, read("indices", &t.indices)?);
@@ -321,6 +319,13 @@ pub fn read_trace(
 pub fn mean_bag(inst: &EmbeddingBagInstance) -> u32 {
     let bags = inst.offsets.len().saturating_sub(1).max(1);
     (inst.indices.len().div_ceil(bags)).max(1) as u32
+}
+
+/// `file` resolved against the directory of the config file that sets `key` (as `include`s
+/// are), tidied for messages.
+fn relative_to(doc: &Document, key: &str, file: &str) -> PathBuf {
+    let dir = doc.locate(key).and_then(|l| l.file.parent()).unwrap_or(Path::new(""));
+    tidy(&dir.join(file))
 }
 
 /// `path` without `.` components and with `dir/..` pairs folded (lexically), for messages.
@@ -611,7 +616,7 @@ pub fn run_pair(
         SystemPlan::Gpu(cfg) => {
             let shape = GatherShape {
                 lookups: inst.indices.len() as u64,
-                distinct_rows: crate::gpu::distinct_rows(spec, inst),
+                distinct_rows: inst.bag_rows(spec).len() as u64,
                 row_bytes: spec.row_bytes(),
                 bags: spec.bags(),
             };

@@ -1,14 +1,13 @@
 //! dae-sim: experiments on Decoupled Access-Execute processors for embedding operations.
 //!
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
-//! ([`system`]), the GPU baseline glue ([`gpu`]), the experiment driver ([`experiment`]),
-//! reports ([`report`]) and `.npy` dumps of outputs and inputs ([`dump`], [`npy`]). The hardware
+//! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
+//! outputs and inputs ([`dump`], [`npy`]) and `.npy` index traces ([`npy_read`]). The hardware
 //! models live in the workspace crates below it.
 
 pub mod config;
 pub mod dump;
 pub mod experiment;
-pub mod gpu;
 pub mod mem_frontend;
 pub mod npy;
 pub mod npy_read;

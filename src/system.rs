@@ -333,7 +333,7 @@ struct QueueRegions {
 impl QueueRegions {
     fn new(w: &CompiledWorkload, unit: Option<&AccessUnitConfig>) -> Self {
         const PAGE: u64 = 4096;
-        let data_end = w.layout.output + w.spec.bags() * w.spec.out_width() * 4;
+        let data_end = w.layout.output + w.spec.bags() * w.spec.out_row_bytes();
         let first = data_end.div_ceil(PAGE) * PAGE;
         let stride = unit.map_or(0, |u| {
             let entry = 4 + access_unit::isa::MAX_OPERANDS as u64 * w.spec.row_bytes().max(8);

@@ -207,14 +207,13 @@ pub fn compile_with_stages(
     let regions = layout.regions(spec, &placed);
     check(&loop_fn, "loop level")?;
     let bases = bases(&loop_fn, &layout);
-    let reuse = row_reuse(spec, &inst);
     if let Some(s) = stages.as_deref_mut() {
         s.loop_level = text::print(&loop_fn);
     }
     let mut jobs = Vec::new();
     for (bags, range) in parts.into_iter().zip(&loop_ranges) {
         let mut record: Vec<(String, String)> = Vec::new();
-        let lowered = lower_core(&loop_fn, range, target, &bases, reuse, &mut record);
+        let lowered = lower_core(&loop_fn, range, target, &bases, &inst, spec, &mut record);
         // The stages so far are kept even when a later one fails: they show where.
         if let Some(s) = stages.as_deref_mut() {
             s.cores.push(record);
@@ -222,7 +221,7 @@ pub fn compile_with_stages(
         let (au, core_text) = lowered?;
         let core = exec_core::parse(&core_text)
             .map_err(|e| CompileError::Internal { what: "core", message: format!("{e}\n{core_text}") })?;
-        let output_base = layout.output + bags.start * spec.out_width() * 4;
+        let output_base = layout.output + bags.start * spec.out_row_bytes();
         let output_elems = (bags.end - bags.start) * spec.out_width();
         jobs.push(CoreJob { bags, au, core, output_base, output_elems });
     }
@@ -250,21 +249,6 @@ fn edges_by_core(edges: &[(u32, u32)], parts: &[Range<u64>]) -> (Vec<(u32, u32)>
         next[c] += 1;
     }
     (ordered, ranges)
-}
-
-/// The fraction of lookups that touch a (table, row) an earlier lookup of the batch touched.
-fn row_reuse(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> f64 {
-    let mut seen = std::collections::HashSet::with_capacity(inst.indices.len());
-    let mut reused = 0u64;
-    for (g, w) in inst.offsets.windows(2).enumerate() {
-        let table = g as u64 / u64::from(spec.batch.max(1));
-        for &row in &inst.indices[w[0] as usize..w[1] as usize] {
-            if !seen.insert((table, row)) {
-                reused += 1;
-            }
-        }
-    }
-    if inst.indices.is_empty() { 0.0 } else { reused as f64 / inst.indices.len() as f64 }
 }
 
 /// Verifies a stage's function; a failure is a compiler bug.
@@ -311,7 +295,8 @@ fn lower_core(
     bags: &Range<u64>,
     target: TargetInfo,
     bases: &HashMap<MemId, u64>,
-    reuse: f64,
+    inst: &EmbeddingBagInstance,
+    spec: &WorkloadSpec,
     record: &mut Vec<(String, String)>,
 ) -> Result<(Option<AuProgram>, String), CompileError> {
     let p = target.passes;
@@ -337,6 +322,9 @@ fn lower_core(
     }
     f = step(decouple::decouple(&f)?, Pass::Decouple, record)?;
     if p.has(Pass::NonTemporal) {
+        // The share of lookups that revisit a row an earlier one touched.
+        let lookups = inst.indices.len().max(1) as f64;
+        let reuse = 1.0 - inst.bag_rows(spec).len() as f64 / lookups;
         f = step(nontemporal::nontemporal(&f, &[(frontend::TABLES, reuse)]), Pass::NonTemporal, record)?;
     }
     if p.has(Pass::Vectorize) {

@@ -246,6 +246,20 @@ impl EmbeddingBagInstance {
 }
 
 impl EmbeddingBagInstance {
+    /// The distinct (table, row) pairs the bags look up, sorted (bag `g` reads table
+    /// `g / batch`; bags may differ in size).
+    pub fn bag_rows(&self, spec: &WorkloadSpec) -> Vec<(u32, u32)> {
+        let batch = spec.batch.max(1) as usize;
+        let mut rows = Vec::with_capacity(self.indices.len());
+        for (g, w) in self.offsets.windows(2).enumerate() {
+            let table = (g / batch) as u32;
+            rows.extend(self.indices[w[0] as usize..w[1] as usize].iter().map(|&row| (table, row)));
+        }
+        rows.sort_unstable();
+        rows.dedup();
+        rows
+    }
+
     /// How far a simulated output may be from [`Self::reference`]: `None` when it must be equal
     /// bit for bit (every op but knowledge-graph scoring with DistMult or ComplEx, whose sums
     /// round), else a bound per element, `2 n u sum |terms|` for a sum of `n` products (`u` the

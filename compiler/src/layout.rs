@@ -151,7 +151,7 @@ impl Layout {
         r.push(DataRegion {
             name: "output".into(),
             base: self.output,
-            size: (spec.bags() * spec.out_width() * 4).max(4),
+            size: (spec.bags() * spec.out_row_bytes()).max(4),
             contents: Contents::Output,
         });
         r

@@ -402,6 +402,11 @@ impl WorkloadSpec {
         if self.op == Op::KgScore { u64::from(self.bag_size.max(1)) } else { u64::from(self.dim) }
     }
 
+    /// Bytes of one bag's output (`out_width` f32 values).
+    pub fn out_row_bytes(&self) -> u64 {
+        self.out_width() * 4
+    }
+
     /// Bags in all tables.
     pub fn bags(&self) -> u64 {
         self.tables as u64 * self.batch as u64

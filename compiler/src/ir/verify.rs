@@ -210,13 +210,22 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
         }
         Ok(())
     };
-    let stream_of_readonly = |skip: usize| -> Result<(), String> {
+    // A stream (`skip` = 1 for DLC's TU argument) reads only read-only memory; a store writes
+    // only writable memory.
+    let stream = |skip: usize, fewer: usize, after: usize| -> Result<(), String> {
         let m = a.get(skip).and_then(|x| x.mem()).ok_or("expects a memory argument")?;
-        if f.mem_decl(m).readonly {
-            Ok(())
-        } else {
-            Err(format!("streams read only read-only memories, not @{}", f.mem_decl(m).name))
+        if !f.mem_decl(m).readonly {
+            return Err(format!("streams read only read-only memories, not @{}", f.mem_decl(m).name));
         }
+        access(skip, fewer, after)
+    };
+    let store = |after: usize| -> Result<(), String> {
+        access(0, 0, after)?;
+        let m = a[0].mem().expect("checked by access");
+        if f.mem_decl(m).readonly {
+            return Err(format!("stores into read-only @{}", f.mem_decl(m).name));
+        }
+        Ok(())
     };
     let count = |n: usize| -> Result<(), String> {
         if a.len() == n && all(a, &number) {
@@ -238,23 +247,9 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
             Ok(())
         }
         Opcode::Load => access(0, 0, 0),
-        Opcode::Store => {
-            access(0, 0, 1)?;
-            let m = a[0].mem().expect("checked by access");
-            if f.mem_decl(m).readonly {
-                return Err(format!("stores into read-only @{}", f.mem_decl(m).name));
-            }
-            Ok(())
-        }
+        Opcode::Store => store(1),
         Opcode::VLoad => access(0, 0, 1),
-        Opcode::VStore => {
-            access(0, 0, 2)?;
-            let m = a[0].mem().expect("checked by access");
-            if f.mem_decl(m).readonly {
-                return Err(format!("stores into read-only @{}", f.mem_decl(m).name));
-            }
-            Ok(())
-        }
+        Opcode::VStore => store(2),
         Opcode::Int(_) | Opcode::Float(_) | Opcode::VFloat(_) | Opcode::SlcAlu(_) => count(2),
         Opcode::IToF | Opcode::VBcast | Opcode::SlcFromStream => count(1),
         Opcode::VLoadBuf => count(3),
@@ -271,18 +266,9 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
             [Arg::Int(0..=15), Arg::Value(_)] => Ok(()),
             _ => Err("expects an accumulator number 0..=15 and a value".into()),
         },
-        Opcode::SlcMem => {
-            stream_of_readonly(0)?;
-            access(0, 0, 0)
-        }
-        Opcode::SlcVMem => {
-            stream_of_readonly(0)?;
-            access(0, 0, 1)
-        }
-        Opcode::SlcBuf => {
-            stream_of_readonly(0)?;
-            access(0, 1, 0)
-        }
+        Opcode::SlcMem => stream(0, 0, 0),
+        Opcode::SlcVMem => stream(0, 0, 1),
+        Opcode::SlcBuf => stream(0, 1, 0),
         Opcode::SlcCallback(_) | Opcode::DlcConfigure | Opcode::DlcComputeLoop | Opcode::DlcPopOperand => {
             count(0)
         }
@@ -293,18 +279,9 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
             Ok(())
         }
         Opcode::DlcIte => count(1),
-        Opcode::DlcMem => {
-            stream_of_readonly(1)?;
-            access(1, 0, 0)
-        }
-        Opcode::DlcVMem => {
-            stream_of_readonly(1)?;
-            access(1, 0, 1)
-        }
-        Opcode::DlcBuf => {
-            stream_of_readonly(1)?;
-            access(1, 1, 0)
-        }
+        Opcode::DlcMem => stream(1, 0, 0),
+        Opcode::DlcVMem => stream(1, 0, 1),
+        Opcode::DlcBuf => stream(1, 1, 0),
         Opcode::DlcAlu(_) => count(3),
         Opcode::DlcFwd => count(2),
         Opcode::DlcCallback => match a.as_slice() {

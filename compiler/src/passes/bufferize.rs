@@ -121,9 +121,8 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
     let mut read_of: HashMap<Value, Value> = HashMap::new();
     let mut alias: HashMap<Value, Value> = HashMap::new();
     let mut sections: Vec<Vec<Op>> = Vec::new();
+    // Each read of a vector stream (before reads of one buffer merge): its offset in the row.
     let mut chunk_offset: HashMap<Value, i64> = HashMap::new();
-    // Reads of a second stream over an already-read buffer: (read, the buffer's read, offset).
-    let mut handle_offset: Vec<(Value, Value, i64)> = Vec::new();
     let kc = f.value("k");
     for e in Event::ALL {
         let Some(cb) = callbacks.get(&e) else {
@@ -145,10 +144,6 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
             if src == k {
                 alias.insert(c.result(), kc);
             } else if let Some(&r) = read_of.get(&src) {
-                if let Some(o) = chunk_offset.get(&c.result()).copied() {
-                    chunk_offset.insert(r, chunk_offset.get(&r).copied().unwrap_or(0));
-                    handle_offset.push((c.result(), r, o));
-                }
                 alias.insert(c.result(), r);
             } else {
                 read_of.insert(src, c.result());
@@ -157,21 +152,16 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
         }
         sections.push(ops);
     }
-    // In the loop, the chunk loads of each buffer read at the chunk's offset.
+    // In the loop, each chunk load reads its buffer at the chunk's offset (plus its stream's
+    // offset in the row).
     let mut loop_body = Vec::new();
     let mut iter_ops = std::mem::take(&mut sections[1]);
-    // Each chunk load reads its buffer at the chunk's offset (plus its stream's offset).
-    let mut offsets: HashMap<Value, i64> = HashMap::new();
-    for (read, _, o) in &handle_offset {
-        offsets.insert(*read, *o);
-    }
     for op in &mut iter_ops {
         if op.opcode != Opcode::VLoadBuf {
             continue;
         }
         let Some(h) = op.args[0].value() else { continue };
-        let offset = offsets.get(&h).or(chunk_offset.get(&h)).copied();
-        if let Some(o) = offset {
+        if let Some(&o) = chunk_offset.get(&h) {
             if o == 0 {
                 op.args[1] = Arg::Value(kc);
             } else {

@@ -10,7 +10,7 @@
 //! accumulators (`vgetacc`/`vsetacc`) live in `v0`.. for the whole program. Scalar registers
 //! `r28`..`r30` are scratch; `r1` holds the control id.
 
-use crate::ir::opcode::{FloatOp, IntOp};
+use crate::ir::opcode::FloatOp;
 use crate::ir::{Arg, Func, MemId, Op, Opcode, Value, walk};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write;
@@ -308,7 +308,7 @@ impl<'a> CoreEmitter<'a> {
                     self.loc.insert(op.result(), Loc::Int(c));
                     return Ok(());
                 }
-                let name = int_name(o);
+                let name = o.name();
                 let ra = self.reg(a[0], 1)?;
                 let rd = self.alloc_r(op.result())?;
                 match y {
@@ -523,10 +523,6 @@ fn pin_accumulators(ops: &[Op], uses: &HashMap<Value, usize>, pin: &mut HashMap<
             pin_accumulators(r, uses, pin);
         }
     }
-}
-
-fn int_name(o: IntOp) -> &'static str {
-    o.name()
 }
 
 /// Numbers ops in program order; records each value's last use (a use inside a loop the value
