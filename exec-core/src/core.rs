@@ -330,6 +330,17 @@ impl CoreCounters {
     }
 }
 
+/// Adds `n` retired or dispatched instructions to a counter and its statistic, and reports
+/// progress to the watchdog; counted once per call, since nothing reads the statistics within
+/// a wake.
+fn count_progress<M>(counter: &mut u64, id: CounterId, n: u64, ctx: &mut Ctx<'_, M>) {
+    if n > 0 {
+        *counter += n;
+        ctx.stats().add(id, n);
+        ctx.progress();
+    }
+}
+
 /// Functional-unit classes, as indices into [`FuCounts`] order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Class {
@@ -1486,13 +1497,7 @@ where
             }
             self.head += 1;
         }
-        // Counted once per call: nothing reads the statistics within a wake.
-        let n = self.head - from;
-        if n > 0 {
-            self.counters.retired += n;
-            ctx.stats().add(self.stats.retired, n);
-            ctx.progress();
-        }
+        count_progress(&mut self.counters.retired, self.stats.retired, self.head - from, ctx);
     }
 
     /// Dispatches up to the width at `cycle`, until blocked or halted.
@@ -1503,13 +1508,7 @@ where
         }
         let from_tail = self.tail;
         self.dispatch_width(cycle, ctx);
-        // Counted once per call: nothing reads the statistics within a wake.
-        let n = self.tail - from_tail;
-        if n > 0 {
-            self.counters.instructions += n;
-            ctx.stats().add(self.stats.instructions, n);
-            ctx.progress();
-        }
+        count_progress(&mut self.counters.instructions, self.stats.instructions, self.tail - from_tail, ctx);
     }
 
     /// The loop of [`Core::dispatch`]; sets `block` to why it stopped.
