@@ -159,23 +159,61 @@ pub struct Func {
     pub values: Vec<String>,
     /// Top-level ops.
     pub body: Vec<Op>,
+    /// An index of `values` that keeps [`Func::value`] constant-time.
+    naming: Naming,
+}
+
+/// The names taken and, per hint, the next suffix to try: [`Func::value`] would otherwise
+/// scan every name for every new value, quadratic in the unrolled loops of a large function.
+/// It indexes a prefix of `values` and catches up with names pushed behind its back. Not part
+/// of a function's identity: two functions with the same values compare equal.
+#[derive(Debug, Clone, Default)]
+struct Naming {
+    taken: std::collections::HashSet<String>,
+    next: std::collections::HashMap<String, u32>,
+    indexed: usize,
+}
+
+impl PartialEq for Naming {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Func {
     /// An empty function.
     pub fn new(name: &str, level: Level) -> Self {
-        Func { name: name.into(), level, mems: Vec::new(), values: Vec::new(), body: Vec::new() }
+        Func {
+            name: name.into(),
+            level,
+            mems: Vec::new(),
+            values: Vec::new(),
+            body: Vec::new(),
+            naming: Naming::default(),
+        }
     }
 
     /// A new value named `hint`, made unique with a numeric suffix when taken.
     pub fn value(&mut self, hint: &str) -> Value {
-        let mut name = hint.to_string();
-        let mut n = 1;
-        while self.values.contains(&name) {
-            name = format!("{hint}{n}");
-            n += 1;
+        let naming = &mut self.naming;
+        if naming.indexed > self.values.len() {
+            *naming = Naming::default();
         }
+        naming.taken.extend(self.values[naming.indexed..].iter().cloned());
+        let mut name = hint.to_string();
+        if naming.taken.contains(&name) {
+            let n = naming.next.entry(hint.to_string()).or_insert(1);
+            loop {
+                name = format!("{hint}{n}");
+                *n += 1;
+                if !naming.taken.contains(&name) {
+                    break;
+                }
+            }
+        }
+        naming.taken.insert(name.clone());
         self.values.push(name);
+        naming.indexed = self.values.len();
         Value(self.values.len() as u32 - 1)
     }
 

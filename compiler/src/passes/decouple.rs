@@ -18,7 +18,9 @@ pub fn decouple(f: &Func) -> Result<Func, PassError> {
     let mut access = HashSet::new();
     let mut loops = HashSet::new();
     classify(f, &f.body, &mut access, &mut loops);
-    let mut out = Func { level: Level::Slc, body: Vec::new(), ..f.clone() };
+    let mut out = f.clone();
+    out.level = Level::Slc;
+    out.body = Vec::new();
     let mut body = Vec::new();
     for op in &f.body {
         if op.opcode == Opcode::For && loops.contains(&op.result()) {

@@ -15,7 +15,9 @@ pub fn slc_to_dlc(f: &Func) -> Result<Func, PassError> {
     let [root] = f.body.as_slice() else {
         return Err(PassError::new("slc-to-dlc", "an SLC function holds exactly one root loop"));
     };
-    let mut out = Func { level: Level::Dlc, body: Vec::new(), ..f.clone() };
+    let mut out = f.clone();
+    out.level = Level::Dlc;
+    out.body = Vec::new();
     let mut config = Vec::new();
     let mut cases = Vec::new();
     let root_tu = lower_loop(&mut out, root, None, &mut config, &mut cases)?;
