@@ -662,7 +662,10 @@ pub struct Core<M> {
     output: OutputBuffer,
     /// One past the output buffer's last byte.
     output_end: u64,
+    /// The output buffer's values, then the scratch's.
     outputs: Vec<f32>,
+    /// The private scratch, if the program has one, and one past its last byte.
+    scratch_window: Option<(OutputBuffer, u64)>,
     lanes: usize,
 
     pc: usize,
@@ -868,6 +871,7 @@ impl<M> Core<M> {
             output,
             output_end,
             outputs,
+            scratch_window: None,
             lanes,
             pc: 0,
             rf: Box::new(RegFile {
@@ -924,7 +928,38 @@ impl<M> Core<M> {
 
     /// The output buffer's values (0.0 until stored).
     pub fn outputs(&self) -> &[f32] {
-        &self.outputs
+        &self.outputs[..self.output.elems as usize]
+    }
+
+    /// Gives the core a private scratch of `scratch.elems` f32 at `scratch.base` that it may
+    /// store to and load back (zero at first), beside its output buffer (a TT-EmbeddingBag's
+    /// slices and partial contraction). The two must not overlap.
+    pub fn with_scratch(mut self, scratch: OutputBuffer) -> Result<Self, CoreError> {
+        let bad = |reason: String| CoreError::Config { core: self.name.clone(), reason };
+        let end = scratch.elems.checked_mul(4).and_then(|b| scratch.base.checked_add(b));
+        let Some(end) = end.filter(|_| scratch.base & 3 == 0) else {
+            return Err(bad(format!("scratch at {:#x} is misaligned or overflows", scratch.base)));
+        };
+        if scratch.base < self.output_end && self.output.base < end {
+            return Err(bad("the scratch overlaps the output buffer".into()));
+        }
+        let total = self.output.elems.saturating_add(scratch.elems);
+        if total > MAX_OUTPUT_ELEMS {
+            return Err(bad(format!("output and scratch exceed {MAX_OUTPUT_ELEMS} elements")));
+        }
+        self.outputs.resize(total as usize, 0.0);
+        self.scratch_window = Some((scratch, end));
+        Ok(self)
+    }
+
+    /// The index in `outputs` of the word at `addr`, if the output buffer or the scratch
+    /// holds it.
+    fn writable(&self, addr: u64) -> Option<u64> {
+        if addr >= self.output.base && addr < self.output_end {
+            return Some((addr - self.output.base) / 4);
+        }
+        let (s, end) = self.scratch_window?;
+        (addr >= s.base && addr < end).then(|| self.output.elems + (addr - s.base) / 4)
     }
 
     /// The output buffer this core writes.
@@ -1017,12 +1052,11 @@ impl<M> Core<M> {
     /// Reads the 32-bit word at `addr`: from the output buffer if it lies there, else from the
     /// image.
     fn read_word(&self, addr: u64) -> Result<u32, FaultKind> {
-        if addr >= self.output.base && addr < self.output_end {
-            let offset = addr - self.output.base;
-            if offset & 3 != 0 {
+        if let Some(index) = self.writable(addr) {
+            if addr & 3 != 0 {
                 return Err(FaultKind::Memory(MemError::Misaligned { addr, align: 4 }));
             }
-            return Ok(self.outputs.get((offset / 4) as usize).map_or(0, |v| v.to_bits()));
+            return Ok(self.outputs.get(index as usize).map_or(0, |v| v.to_bits()));
         }
         self.image.read_u32(addr).map_err(FaultKind::Memory)
     }
@@ -1041,7 +1075,13 @@ impl<M> Core<M> {
         let n = (count as usize).min(self.lanes);
         let end = addr.checked_add(4 * n as u64);
         // The common case, a row of a table: one image lookup for the whole vector.
-        if n > 0 && end.is_some_and(|e| e <= self.output.base || addr >= self.output_end) {
+        let outside = |e: u64, base: u64, stop: u64| e <= base || addr >= stop;
+        if n > 0
+            && end.is_some_and(|e| {
+                outside(e, self.output.base, self.output_end)
+                    && self.scratch_window.is_none_or(|(s, stop)| outside(e, s.base, stop))
+            })
+        {
             let mut words = [0u32; 64];
             if self.image.read_u32s(addr, &mut words[..n]).is_ok() {
                 let (loaded, rest) = self.vregs[start..start + self.lanes].split_at_mut(n);
@@ -1081,12 +1121,18 @@ impl<M> Core<M> {
         }
     }
 
-    /// Checks that `bytes` at `addr` lie in the output buffer, aligned to `align`.
+    /// Checks that `bytes` at `addr` lie in the output buffer or the scratch, aligned to
+    /// `align`; returns the index of the first word in `outputs`.
     fn check_store(&self, addr: u64, bytes: u64, align: u64) -> Result<usize, FaultKind> {
-        let inside = addr >= self.output.base
-            && addr.checked_add(bytes).is_some_and(|end| end <= self.output_end)
-            && (addr - self.output.base) & 3 == 0
-            && addr.is_multiple_of(align);
+        let within = |base: u64, stop: u64| {
+            addr >= base && addr.checked_add(bytes).is_some_and(|end| end <= stop) && (addr - base) & 3 == 0
+        };
+        let in_scratch = self.scratch_window.is_some_and(|(s, stop)| within(s.base, stop));
+        if in_scratch && addr.is_multiple_of(align) {
+            let (s, _) = self.scratch_window.expect("checked");
+            return Ok((self.output.elems + (addr - s.base) / 4) as usize);
+        }
+        let inside = within(self.output.base, self.output_end) && addr.is_multiple_of(align);
         if !inside {
             return Err(FaultKind::StoreOutsideOutput {
                 addr,
