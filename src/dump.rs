@@ -15,7 +15,9 @@
 //! ```
 //!
 //! So `output[g] = sum of table_rows[k]` over the lookups `j` in `offsets[g]..offsets[g + 1]`,
-//! where `rows[k] = (bag_tables[g], indices[j])`.
+//! where `rows[k] = (bag_tables[g], indices[j])`. A TT-EmbeddingBag's rows are its rows as
+//! stored: the rows of `rank` values of its tensor-train cores that the lookups' slices cover
+//! (`compiler::TtShape` gives the storage order), from which its rows are contracted.
 
 use crate::experiment::{Experiment, Outcome, SystemPlan};
 use crate::npy::{self, NpyError, Writer};
@@ -155,7 +157,8 @@ pub fn write_inputs(
 ) -> Result<Vec<PathBuf>, DumpError> {
     create_dir(dir)?;
     let bags = inst.offsets.len().saturating_sub(1);
-    let dim = spec.dim as usize;
+    // Rows as stored: a TT table's rows are its cores' rows of `rank` values.
+    let dim = spec.stored_dim() as usize;
     let offsets: Vec<i64> = inst.offsets.iter().map(|&o| i64::from(o)).collect();
     let indices: Vec<i64> = inst.indices.iter().map(|&i| i64::from(i)).collect();
     let tables: Vec<i64> = bag_tables(spec, bags).map(i64::from).collect();
@@ -174,7 +177,7 @@ pub fn write_inputs(
     let mut values = vec![0.0f32; dim];
     for &(table, row) in &rows {
         if keyed_table != Some(table) {
-            keys = (0..spec.dim).map(|k| column_key(inst.table_seed, table, k)).collect();
+            keys = (0..spec.stored_dim()).map(|k| column_key(inst.table_seed, table, k)).collect();
             keyed_table = Some(table);
         }
         for (v, &key) in values.iter_mut().zip(&keys) {

@@ -614,10 +614,13 @@ pub fn run_pair(
                 .map_err(|e| e.to_string())
         }
         SystemPlan::Gpu(cfg) => {
+            // Rows as stored: a TT lookup gathers its slices' rows (the contraction's arithmetic
+            // is not modelled: the analytic model is a gather).
+            let per_lookup = spec.tt.as_ref().map_or(1, compiler::TtShape::lookup_rows);
             let shape = GatherShape {
-                lookups: inst.indices.len() as u64,
+                lookups: inst.indices.len() as u64 * per_lookup,
                 distinct_rows: inst.bag_rows(spec).len() as u64,
-                row_bytes: spec.row_bytes(),
+                row_bytes: spec.stored_row_bytes(),
                 bags: spec.bags(),
             };
             let e = gpu_model::estimate(cfg, &shape);

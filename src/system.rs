@@ -444,8 +444,12 @@ pub fn run(
         }
         let core_ports = CorePorts { mem_req: req, mem_resp: resp, queue };
         let out = OutputBuffer { base: job.output_base, elems: job.output_elems };
-        let c = Core::new(&name, sys.core, job.core.clone(), image.clone(), core_ports, out, e.stats_mut())
-            .map_err(|err| build_err(&name, err))?;
+        let mut c =
+            Core::new(&name, sys.core, job.core.clone(), image.clone(), core_ports, out, e.stats_mut())
+                .map_err(|err| build_err(&name, err))?;
+        if let Some(scratch) = job.scratch {
+            c = c.with_scratch(scratch).map_err(|err| build_err(&name, err))?;
+        }
         e.install(core, Node::Core(c))?;
         cores.push((name, core));
     }

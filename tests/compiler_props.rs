@@ -686,3 +686,138 @@ fn knowledge_graph_scoring_on_every_machine() {
         });
     }
 }
+
+/// A TT-EmbeddingBag of `tables` tables with the given bags (row ids), factors and rank.
+fn tt_workload(
+    pooling: &str,
+    tables: u32,
+    row_factors: [u32; 3],
+    dim_factors: [u32; 3],
+    rank: u32,
+    bags: &[Vec<u32>],
+) -> (WorkloadSpec, EmbeddingBagInstance) {
+    let batch = bags.len() as u32 / tables.max(1);
+    let dim: u32 = dim_factors.iter().product();
+    let spec: WorkloadSpec = toml::from_str(&format!(
+        "name = 'tt'\nop = 'tt_embedding_bag'\npooling = '{pooling}'\ntables = {tables}\ndim = {dim}\n\
+         dtype = 'f32'\nbatch = {}\nbag_size = 1\n[indices]\ndistribution = 'uniform'\n\
+         [tt]\nrow_factors = {row_factors:?}\ndim_factors = {dim_factors:?}\nrank = {rank}\n",
+        batch.max(1)
+    ))
+    .expect("a valid workload");
+    // An empty batch (which `resolved` refuses, as a user's file should not have one but
+    // `compile` takes).
+    let spec = WorkloadSpec { batch, ..spec.resolved().expect("resolves") };
+    let mut offsets = vec![0u32];
+    let mut indices = Vec::new();
+    for b in bags {
+        indices.extend(b.iter().map(|&r| r % spec.rows as u32));
+        offsets.push(indices.len() as u32);
+    }
+    let inst =
+        EmbeddingBagInstance { offsets, indices, weights: None, kg: None, edges: None, table_seed: 0x77 };
+    (spec, inst)
+}
+
+/// Element `col` of row `row` of table `table`, decompressed from its cores in f64 straight from
+/// the definition (`compiler::TtShape`), independently of `compiler::tt`.
+fn tt_value(spec: &WorkloadSpec, seed: u64, table: u32, row: u64, col: u64) -> f64 {
+    let tt = spec.tt.as_ref().expect("a TT workload");
+    let n: Vec<u64> = tt.row_factors.iter().map(|&f| u64::from(f)).collect();
+    let d: Vec<u64> = tt.dim_factors.iter().map(|&f| u64::from(f)).collect();
+    let rank = u64::from(tt.rank);
+    let (i1, i2, i3) = (row / (n[1] * n[2]), row / n[2] % n[1], row % n[2]);
+    let (a1, a2, a3) = (col / (d[1] * d[2]), col / d[2] % d[1], col % d[2]);
+    let g2_start = n[0] * d[0];
+    let g3_start = g2_start + n[1] * rank * d[1];
+    let g = |stored: u64, r: u64| f64::from(table_value(seed, table, stored, r as u32));
+    let mut sum = 0.0;
+    for r1 in 0..rank {
+        for r2 in 0..rank {
+            sum += g(i1 * d[0] + a1, r1)
+                * g(g2_start + (i2 * rank + r1) * d[1] + a2, r2)
+                * g(g3_start + i3 * d[2] + a3, r2);
+        }
+    }
+    sum
+}
+
+/// TT-EmbeddingBag: bags of 0, 1 and several lookups (a row twice in a bag, the last row), ranks
+/// below, at and past the vector length, dims of 1 and not a multiple of the lanes, several
+/// tables and mean pooling, on every machine, within the bound of its rounded sums; the
+/// reference itself is checked against a decompression written from the definition.
+#[test]
+fn tt_embedding_bags_on_every_machine() {
+    let bags = |rows: u32| vec![vec![], vec![3], vec![rows - 1, 0, rows - 1], vec![5, 6]];
+    for (pooling, tables, row_factors, dim_factors, rank) in [
+        ("sum", 2, [3, 4, 5], [2, 3, 1], 5),
+        ("mean", 1, [2, 2, 7], [1, 4, 3], 16),
+        ("sum", 1, [1, 9, 1], [1, 1, 1], 20),
+    ] {
+        let rows: u32 = row_factors.iter().product();
+        let all: Vec<Vec<u32>> = (0..tables).flat_map(|_| bags(rows)).collect();
+        let (spec, inst) = tt_workload(pooling, tables, row_factors, dim_factors, rank, &all);
+        let expect = inst.reference(&spec);
+        let bounds = inst.tolerance(&spec).expect("TT sums round: a bound per element");
+        let dim = spec.dim as usize;
+        for (g, bag) in all.iter().enumerate() {
+            let table = g as u32 / spec.batch;
+            for col in 0..dim {
+                let sum: f64 =
+                    bag.iter().map(|&r| tt_value(&spec, 0x77, table, u64::from(r), col as u64)).sum();
+                let exact = if pooling == "mean" { sum / bag.len().max(1) as f64 } else { sum };
+                let (got, bound) = (f64::from(expect[g * dim + col]), f64::from(bounds[g * dim + col]));
+                assert!(
+                    (got - exact).abs() <= 1e-6 * exact.abs().max(1.0),
+                    "bag {g} col {col}: {got} vs {exact}"
+                );
+                assert!(bound >= 0.0 && bound < 1e-3 * exact.abs().max(1.0), "bound {bound} for {exact}");
+            }
+        }
+        assert!(expect[..dim].iter().all(|&x| x.to_bits() == 0), "an empty bag is +0.0");
+        verify_on_every_machine(&spec, &inst, |_, _| false);
+    }
+}
+
+/// A random TT-EmbeddingBag: tables, row factors, dim factors, rank, bags, mean pooling.
+type TtCase = (u32, [u32; 3], [u32; 3], u32, Vec<Vec<u32>>, bool);
+
+/// A random TT-EmbeddingBag (run on a random machine).
+fn tt_case() -> impl Strategy<Value = TtCase> {
+    (
+        1u32..=2,
+        [1u32..=5, 1u32..=5, 1u32..=5],
+        [1u32..=4, 1u32..=4, 1u32..=4],
+        1u32..=20,
+        prop::collection::vec(prop::collection::vec(any::<u32>(), 0..=4), 0..=3),
+        any::<bool>(),
+    )
+        .prop_map(|(tables, n, d, rank, bags, mean)| {
+            // The same bags for every table.
+            let all = (0..tables).flat_map(|_| bags.clone()).collect();
+            (tables, n, d, rank, all, mean)
+        })
+}
+
+proptest! {
+    #![proptest_config(Config {
+        cases: cases() / 4,
+        rng_seed: rng_seed(),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/compiler_props.proptest-regressions",
+        ))),
+        ..Config::default()
+    })]
+
+    #[test]
+    fn random_tt_shapes_match_the_reference((tables, n, d, rank, bags, mean) in tt_case(), machine in machine()) {
+        let (spec, inst) = tt_workload(if mean { "mean" } else { "sum" }, tables, n, d, rank, &bags);
+        let expect = inst.reference(&spec);
+        let sys = machine.system();
+        let compiled = compiler::compile(&spec, inst, sys.target_info())
+            .map_err(|e| TestCaseError::fail(format!("compile: {e} on {machine:?}")))?;
+        let r = dae_sim::system::run(&sys, &compiled, &expect, chips().max_time, &SeedTree::new(1))
+            .map_err(|e| TestCaseError::fail(format!("run: {e} on {machine:?}")))?;
+        prop_assert!(r.verified.is_ok(), "{:?} on {machine:?}", r.verified);
+    }
+}

@@ -136,12 +136,46 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             "model: model, relations and negatives are for op = \"kg_score\"",
         ),
         (("dtype = \"f32\"", "dtype = \"f32\"\nmodel = \"rotate\""), "unknown variant `rotate`"),
+        (
+            ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\""),
+            "tt: required for op = \"tt_embedding_bag\"",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[tt]\nrow_factors = [4, 5, 5]\ndim_factors = [2, 2, 2]\nrank = 4\n"),
+            "tt: only op = \"tt_embedding_bag\" takes a [tt] shape",
+        ),
+        (
+            ("\"embedding_bag\"\ntables = 1\nrows = 100", "\"tt_embedding_bag\"\ntables = 1\nrows = 101"),
+            "tt.row_factors: their product 100 is less than rows = 101",
+        ),
+        (
+            (
+                "\"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8",
+                "\"tt_embedding_bag\"\ntables = 1\nrows = 100\ndim = 9",
+            ),
+            "tt.dim_factors: their product 8 is not dim = 9",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\"\npooling = \"max\""),
+            "pooling: a TT-EmbeddingBag pools by sum or mean",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\""),
+            "tt: row_factors and dim_factors take three factors each",
+        ),
     ]
     .into_iter()
     .enumerate()
     {
         let path = dir.join(format!("w{n}.toml"));
-        std::fs::write(&path, base.replace(edit.0, edit.1)).unwrap();
+        let mut text = base.replace(edit.0, edit.1);
+        let shapeless = want.starts_with("tt: required") || want.starts_with("tt: only");
+        if edit.1.contains("tt_embedding_bag") && !shapeless {
+            // A TT workload's shape, at the end (a TOML table takes the keys after it).
+            let factors = if want.contains("three factors") { "[100]" } else { "[4, 5, 5]" };
+            text.push_str(&format!("[tt]\nrow_factors = {factors}\ndim_factors = [2, 2, 2]\nrank = 4\n"));
+        }
+        std::fs::write(&path, text).unwrap();
         let o = dae_sim(&["compile", "--workload", path.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&o.stderr).to_string();
         assert_eq!(o.status.code(), Some(2), "{err}");

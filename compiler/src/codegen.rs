@@ -66,6 +66,8 @@ pub struct CoreJob {
     pub output_base: u64,
     /// f32 elements of its output rows.
     pub output_elems: u64,
+    /// Its private scratch, if the op needs one (TT-EmbeddingBag).
+    pub scratch: Option<exec_core::OutputBuffer>,
 }
 
 /// A compiled workload: data, per-core programs and the reference result.
@@ -201,17 +203,25 @@ pub fn compile_with_stages(
             let model = spec.model.ok_or(WorkloadError { field: "model", message: "required".into() })?;
             (frontend::lower_kg(spec, model, inst.indices.len() as u64), inst.clone(), parts.clone())
         }
+        (_, crate::workload::Op::TtEmbeddingBag) => {
+            let tt = spec.tt.as_ref().ok_or(WorkloadError { field: "tt", message: "required".into() })?;
+            (frontend::lower_tt(spec, tt, inst.indices.len() as u64), inst.clone(), parts.clone())
+        }
         _ => (frontend::lower(spec, inst.indices.len() as u64), inst.clone(), parts.clone()),
     };
-    let layout = Layout::plan(spec, &placed);
+    let layout = Layout::plan(spec, &placed, target.cores);
     let regions = layout.regions(spec, &placed);
     check(&loop_fn, "loop level")?;
-    let bases = bases(&loop_fn, &layout);
+    let mut bases = bases(&loop_fn, &layout);
     if let Some(s) = stages.as_deref_mut() {
         s.loop_level = text::print(&loop_fn);
     }
     let mut jobs = Vec::new();
-    for (bags, range) in parts.into_iter().zip(&loop_ranges) {
+    for (core_index, (bags, range)) in parts.into_iter().zip(&loop_ranges).enumerate() {
+        // Each core's own scratch.
+        if let (Some(m), Some(tt)) = (loop_fn.mem_named(frontend::TT_SCRATCH), layout.tt) {
+            bases.insert(m, tt.scratch + core_index as u64 * tt.scratch_bytes);
+        }
         let mut record: Vec<(String, String)> = Vec::new();
         let lowered = lower_core(&loop_fn, range, target, &bases, &inst, spec, &mut record);
         // The stages so far are kept even when a later one fails: they show where.
@@ -223,7 +233,11 @@ pub fn compile_with_stages(
             .map_err(|e| CompileError::Internal { what: "core", message: format!("{e}\n{core_text}") })?;
         let output_base = layout.output + bags.start * spec.out_row_bytes();
         let output_elems = (bags.end - bags.start) * spec.out_width();
-        jobs.push(CoreJob { bags, au, core, output_base, output_elems });
+        let scratch = layout.tt.map(|tt| exec_core::OutputBuffer {
+            base: tt.scratch + core_index as u64 * tt.scratch_bytes,
+            elems: tt.scratch_bytes / 4,
+        });
+        jobs.push(CoreJob { bags, au, core, output_base, output_elems, scratch });
     }
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
 }
@@ -268,6 +282,7 @@ fn bases(f: &Func, l: &Layout) -> HashMap<MemId, u64> {
         (frontend::HEADS, l.kg.map(|k| k.heads)),
         (frontend::RELS, l.kg.map(|k| k.relations)),
         (frontend::RELATION_TABLE, l.kg.map(|k| k.relation_table)),
+        (frontend::TT_ROWS, l.tt.map(|t| t.descriptors)),
         (frontend::WEIGHTS, l.weights),
         (frontend::TABLES, Some(l.tables)),
         (frontend::OUT, Some(l.output)),

@@ -211,6 +211,9 @@ impl EmbeddingBagInstance {
         if let Some(kg) = &self.kg {
             return self.kg_scores(spec, kg).0;
         }
+        if let Some(tt) = &spec.tt {
+            return crate::tt::reference(self, spec, tt).0;
+        }
         let dim = spec.dim as usize;
         let mut out = vec![0.0f32; spec.bags() as usize * dim];
         let mut keys: Vec<u64> = Vec::new();
@@ -246,14 +249,25 @@ impl EmbeddingBagInstance {
 }
 
 impl EmbeddingBagInstance {
-    /// The distinct (table, row) pairs the bags look up, sorted (bag `g` reads table
-    /// `g / batch`; bags may differ in size).
+    /// The distinct (table, row) pairs the bags read, sorted (bag `g` reads table `g / batch`;
+    /// bags may differ in size): rows as stored, so for a TT-EmbeddingBag the rows of the
+    /// cores' slices each lookup reads (`crate::frontend::tt_descriptors`).
     pub fn bag_rows(&self, spec: &WorkloadSpec) -> Vec<(u32, u32)> {
         let batch = spec.batch.max(1) as usize;
+        let descriptors = spec.tt.as_ref().map(crate::frontend::tt_descriptors).unwrap_or_default();
         let mut rows = Vec::with_capacity(self.indices.len());
         for (g, w) in self.offsets.windows(2).enumerate() {
             let table = (g / batch) as u32;
-            rows.extend(self.indices[w[0] as usize..w[1] as usize].iter().map(|&row| (table, row)));
+            let bag = self.indices[w[0] as usize..w[1] as usize].iter();
+            if spec.tt.is_some() {
+                rows.extend(bag.flat_map(|&i| {
+                    descriptors.iter().map(move |[stride, radix, slice, first]| {
+                        (table, (i / stride % radix) * slice + first)
+                    })
+                }));
+            } else {
+                rows.extend(bag.map(|&row| (table, row)));
+            }
         }
         rows.sort_unstable();
         rows.dedup();
@@ -261,12 +275,16 @@ impl EmbeddingBagInstance {
     }
 
     /// How far a simulated output may be from [`Self::reference`]: `None` when it must be equal
-    /// bit for bit (every op but knowledge-graph scoring with DistMult or ComplEx, whose sums
-    /// round), else a bound per element, `2 n u sum |terms|` for a sum of `n` products (`u` the
+    /// bit for bit (every op but knowledge-graph scoring with DistMult or ComplEx and
+    /// TT-EmbeddingBag, whose sums round; `crate::tt` for the latter's bound), else a bound per
+    /// element, `2 n u sum |terms|` for a sum of `n` products (`u` the
     /// unit roundoff, 2^-24): the bound of recursive summation in any order, with a factor 2 to
     /// spare, so any correct order of the compiled code (element by element at `-O0`, lane by
     /// lane then across lanes once vectorized) is within it.
     pub fn tolerance(&self, spec: &WorkloadSpec) -> Option<Vec<f32>> {
+        if let Some(tt) = &spec.tt {
+            return Some(crate::tt::reference(self, spec, tt).1);
+        }
         let kg = self.kg.as_ref()?;
         (spec.model != Some(KgModel::TransE)).then(|| self.kg_scores(spec, kg).1)
     }

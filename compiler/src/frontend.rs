@@ -17,7 +17,7 @@
 use crate::ir::build::{Builder, i, v};
 use crate::ir::opcode::FloatOp;
 use crate::ir::{Arg, Elem, Func, IntOp, Level, MemId, Opcode, Value};
-use crate::workload::{KgModel, Pooling, WorkloadSpec};
+use crate::workload::{KgModel, Pooling, TtShape, WorkloadSpec};
 
 /// The memories of an embedding-bag function, by name.
 pub const OFFSETS: &str = "offsets";
@@ -39,6 +39,10 @@ pub const SRC: &str = "src";
 pub const DST: &str = "dst";
 /// The output rows.
 pub const OUT: &str = "out";
+/// TT-EmbeddingBag: the stored-row descriptors of a lookup's slices ([`tt_descriptors`]).
+pub const TT_ROWS: &str = "tt_rows";
+/// TT-EmbeddingBag: the core's scratch rows (a lookup's slices, then the partial contraction).
+pub const TT_SCRATCH: &str = "tt_scratch";
 
 /// The loop-level function of `spec` (a resolved spec) over bags `0..bags`, for an instance
 /// with `lookups` lookups in all.
@@ -53,15 +57,7 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let out = f.mem(OUT, Elem::F32, vec![bags, spec.dim as u64], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
-    let bag = b.open(Opcode::For, "b", vec![i(0), i(bags as i64)]).expect("a loop defines its iv");
-    let next = b.val(Opcode::Int(IntOp::Add), "b1", vec![v(bag), i(1)]);
-    let lo = b.val(Opcode::Load, "lo", vec![m(offsets), v(bag)]);
-    let hi = b.val(Opcode::Load, "hi", vec![m(offsets), v(next)]);
-    // The bag's table's first row in the stacked tables (none to compute for one table).
-    let base = (spec.tables > 1).then(|| {
-        let table = b.val(Opcode::Int(IntOp::Div), "t", vec![v(bag), i(spec.batch.max(1) as i64)]);
-        b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.rows as i64)])
-    });
+    let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets);
     // The pooling's identity.
     let init = match spec.pooling {
         Pooling::Sum | Pooling::Mean => Arg::Float(0.0),
@@ -97,15 +93,145 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     b.close();
     b.close();
     if spec.pooling == Pooling::Mean {
-        let len = b.val(Opcode::Int(IntOp::Sub), "len", vec![v(hi), v(lo)]);
-        let n = b.val(Opcode::Int(IntOp::Max), "n", vec![v(len), i(1)]);
-        let nf = b.val(Opcode::IToF, "nf", vec![v(n)]);
-        let scale = b.val(Opcode::Float(FloatOp::Div), "scale", vec![Arg::Float(1.0), v(nf)]);
-        let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
-        let a = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(k)]);
-        let y = b.val(Opcode::Float(FloatOp::Mul), "y", vec![v(a), v(scale)]);
-        b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), v(y)]);
-        b.close();
+        scale_by_length(&mut b, out, bag, (lo, hi), dim);
+    }
+    b.close();
+    b.finish();
+    f
+}
+
+/// Opens the loop over bags `0..bags` and reads the bag's lookups `lo..hi`; with several
+/// tables, also its table's first row in the stacked tables (`base`).
+fn open_bag(b: &mut Builder, spec: &WorkloadSpec, offsets: MemId) -> (Value, Value, Value, Option<Value>) {
+    let bag = b.open(Opcode::For, "b", vec![i(0), i(spec.bags() as i64)]).expect("a loop defines its iv");
+    let next = b.val(Opcode::Int(IntOp::Add), "b1", vec![v(bag), i(1)]);
+    let lo = b.val(Opcode::Load, "lo", vec![Arg::Mem(offsets), v(bag)]);
+    let hi = b.val(Opcode::Load, "hi", vec![Arg::Mem(offsets), v(next)]);
+    let base = (spec.tables > 1).then(|| {
+        let table = b.val(Opcode::Int(IntOp::Div), "t", vec![v(bag), i(spec.batch.max(1) as i64)]);
+        b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.stored_rows() as i64)])
+    });
+    (bag, lo, hi, base)
+}
+
+/// `out[bag, k] *= 1 / max(hi - lo, 1)` for `k` in `0..dim`: mean pooling's last step.
+fn scale_by_length(b: &mut Builder, out: MemId, bag: Value, (lo, hi): (Value, Value), dim: i64) {
+    let len = b.val(Opcode::Int(IntOp::Sub), "len", vec![v(hi), v(lo)]);
+    let n = b.val(Opcode::Int(IntOp::Max), "n", vec![v(len), i(1)]);
+    let nf = b.val(Opcode::IToF, "nf", vec![v(n)]);
+    let scale = b.val(Opcode::Float(FloatOp::Div), "scale", vec![Arg::Float(1.0), v(nf)]);
+    let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
+    let a = b.val(Opcode::Load, "a", vec![Arg::Mem(out), v(bag), v(k)]);
+    let y = b.val(Opcode::Float(FloatOp::Mul), "y", vec![v(a), v(scale)]);
+    b.op(Opcode::Store, "", vec![Arg::Mem(out), v(bag), v(k), v(y)]);
+    b.close();
+}
+
+/// The stored-row descriptor of each row of a TT lookup's slices, four words per row (the
+/// contents of `@tt_rows`): the place value and radix of the digit that selects its core's
+/// slice, the slice's stored rows, and the row's place in the table's stored rows when the
+/// digit is 0. A lookup of row id `i` reads stored row
+/// `first + (i / stride % radix) * slice_rows` for each descriptor, in order: `G1`'s slice,
+/// then `G2`'s, then `G3`'s.
+pub fn tt_descriptors(tt: &TtShape) -> Vec<[u32; 4]> {
+    let mut rows = Vec::new();
+    for c in 0..3 {
+        let (n, _) = tt.factor(c);
+        for r in 0..tt.slice_rows(c) {
+            rows.push([tt.stride(c), n, tt.slice_rows(c), tt.core_start(c) + r].map(|x| x as u32));
+        }
+    }
+    rows
+}
+
+/// The loop-level function of a TT-EmbeddingBag (`op = "tt_embedding_bag"`) over an instance
+/// of `lookups` lookups. Each lookup copies the rows of its three slices, as described by
+/// `@tt_rows` ([`tt_descriptors`]), into the core's scratch `@tt_scratch` (one loop over the
+/// slices' rows: the access unit's traversal units form a chain), then contracts them:
+/// `T[a1, a2, :] = sum over r1 of G1[a1][r1] * G2[r1][a2][:]` into scratch rows after the
+/// slices, then `out[b, (a1 d2 + a2) d3 + a3] += sum over r2 of T[a1, a2, r2] * G3[a3][r2]`,
+/// the pooling's sum folded into the second contraction. Mean scales the sum at the bag's end.
+pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
+    let mut f = Func::new(&spec.name, Level::Loop);
+    let rank = i64::from(tt.rank);
+    let (d1, d2, d3) = (tt.factor(0).1 as i64, tt.factor(1).1 as i64, tt.factor(2).1 as i64);
+    let slices = tt.lookup_rows() as i64;
+    let offsets = f.mem(OFFSETS, Elem::U32, vec![spec.bags() + 1], true);
+    let indices = f.mem(INDICES, Elem::U32, vec![lookups.max(1)], true);
+    let desc = f.mem(TT_ROWS, Elem::U32, vec![slices as u64, 4], true);
+    let tables = f.mem(TABLES, Elem::F32, vec![spec.tables as u64 * spec.stored_rows(), rank as u64], true);
+    let scratch = f.mem(TT_SCRATCH, Elem::F32, vec![(slices + d1 * d2) as u64, rank as u64], false);
+    let out = f.mem(OUT, Elem::F32, vec![spec.bags(), spec.dim as u64], false);
+    let m = |x: MemId| Arg::Mem(x);
+    let mut b = Builder::new(&mut f);
+    let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets);
+    let k = b.open(Opcode::For, "k", vec![i(0), i(spec.dim as i64)]).expect("iv");
+    b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), Arg::Float(0.0)]);
+    b.close();
+    let j = b.open(Opcode::For, "j", vec![v(lo), v(hi)]).expect("iv");
+    let index = b.val(Opcode::Load, "i", vec![m(indices), v(j)]);
+    // The slices' rows into the scratch.
+    let q = b.open(Opcode::For, "q", vec![i(0), i(slices)]).expect("iv");
+    let word = |b: &mut Builder, w: i64, hint: &str| b.val(Opcode::Load, hint, vec![m(desc), v(q), i(w)]);
+    let stride = word(&mut b, 0, "stride");
+    let radix = word(&mut b, 1, "radix");
+    let slice = word(&mut b, 2, "slice");
+    let first = word(&mut b, 3, "first");
+    let place = b.val(Opcode::Int(IntOp::Div), "place", vec![v(index), v(stride)]);
+    let digit = b.val(Opcode::Int(IntOp::Rem), "digit", vec![v(place), v(radix)]);
+    let skip = b.val(Opcode::Int(IntOp::Mul), "skip", vec![v(digit), v(slice)]);
+    let mut row = b.val(Opcode::Int(IntOp::Add), "row", vec![v(skip), v(first)]);
+    if let Some(base) = base {
+        row = b.val(Opcode::Int(IntOp::Add), "r", vec![v(row), v(base)]);
+    }
+    let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
+    let x = b.val(Opcode::Load, "x", vec![m(tables), v(row), v(k)]);
+    b.op(Opcode::Store, "", vec![m(scratch), v(q), v(k), v(x)]);
+    b.close();
+    b.close();
+    // The contraction, one (a1, a2) pair of the row's columns at a time.
+    let fop = |b: &mut Builder, op: FloatOp, hint: &str, x: Value, y: Value| {
+        b.val(Opcode::Float(op), hint, vec![v(x), v(y)])
+    };
+    let a1 = b.open(Opcode::For, "a1", vec![i(0), i(d1)]).expect("iv");
+    let a2 = b.open(Opcode::For, "a2", vec![i(0), i(d2)]).expect("iv");
+    let p0 = b.val(Opcode::Int(IntOp::Mul), "p0", vec![v(a1), i(d2)]);
+    let p = b.val(Opcode::Int(IntOp::Add), "p", vec![v(p0), v(a2)]);
+    let t = b.val(Opcode::Int(IntOp::Add), "tp", vec![v(p), i(slices)]);
+    let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
+    b.op(Opcode::Store, "", vec![m(scratch), v(t), v(k), Arg::Float(0.0)]);
+    b.close();
+    let r1 = b.open(Opcode::For, "r1", vec![i(0), i(rank)]).expect("iv");
+    let w = b.val(Opcode::Load, "w", vec![m(scratch), v(a1), v(r1)]);
+    let g0 = b.val(Opcode::Int(IntOp::Mul), "g0", vec![v(r1), i(d2)]);
+    let g1 = b.val(Opcode::Int(IntOp::Add), "g1", vec![v(g0), v(a2)]);
+    let g = b.val(Opcode::Int(IntOp::Add), "g", vec![v(g1), i(d1)]);
+    let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
+    let y = b.val(Opcode::Load, "y", vec![m(scratch), v(g), v(k)]);
+    let acc = b.val(Opcode::Load, "acc", vec![m(scratch), v(t), v(k)]);
+    let wy = fop(&mut b, FloatOp::Mul, "wy", w, y);
+    let s = fop(&mut b, FloatOp::Add, "s", acc, wy);
+    b.op(Opcode::Store, "", vec![m(scratch), v(t), v(k), v(s)]);
+    b.close();
+    b.close();
+    let a3 = b.open(Opcode::For, "a3", vec![i(0), i(d3)]).expect("iv");
+    let c0 = b.val(Opcode::Int(IntOp::Mul), "c0", vec![v(p), i(d3)]);
+    let col = b.val(Opcode::Int(IntOp::Add), "col", vec![v(c0), v(a3)]);
+    let g3 = b.val(Opcode::Int(IntOp::Add), "g3", vec![v(a3), i(d1 + rank * d2)]);
+    let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
+    let z = b.val(Opcode::Load, "z", vec![m(scratch), v(t), v(k)]);
+    let y = b.val(Opcode::Load, "y", vec![m(scratch), v(g3), v(k)]);
+    let zy = fop(&mut b, FloatOp::Mul, "zy", z, y);
+    let acc = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(col)]);
+    let s = fop(&mut b, FloatOp::Add, "s", acc, zy);
+    b.op(Opcode::Store, "", vec![m(out), v(bag), v(col), v(s)]);
+    b.close();
+    b.close();
+    b.close();
+    b.close();
+    b.close();
+    if spec.pooling == Pooling::Mean {
+        scale_by_length(&mut b, out, bag, (lo, hi), spec.dim as i64);
     }
     b.close();
     b.finish();

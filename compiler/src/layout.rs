@@ -48,7 +48,10 @@ pub struct Layout {
     /// Knowledge-graph scoring: the head entity and the relation of each triple, and the
     /// relation table (after the entity table).
     pub kg: Option<KgLayout>,
-    /// Table 0; table `t` starts `t * rows * row_bytes` later.
+    /// TT-EmbeddingBag: the slice-row descriptors and the cores' scratch.
+    pub tt: Option<TtLayout>,
+    /// Table 0; table `t` starts `t * stored_rows * stored_row_bytes` later (a TT table is
+    /// its cores' rows).
     pub tables: u64,
     /// Output rows, one per bag.
     pub output: u64,
@@ -63,6 +66,19 @@ pub struct KgLayout {
     pub relations: u64,
     /// The relation table (procedural table 1).
     pub relation_table: u64,
+}
+
+/// Where a TT-EmbeddingBag's extra arrays live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtLayout {
+    /// The slice-row descriptors (`crate::frontend::tt_descriptors`, four u32 per row).
+    pub descriptors: u64,
+    /// Core 0's scratch; core `c`'s starts `c * scratch_bytes` later.
+    pub scratch: u64,
+    /// Bytes of one core's scratch (whole cache lines).
+    pub scratch_bytes: u64,
+    /// Cores with a scratch.
+    pub cores: u32,
 }
 
 const PAGE: u64 = 4096;
@@ -84,10 +100,10 @@ fn align(x: u64, to: u64) -> u64 {
 
 impl Layout {
     /// Places the arrays of `spec` with inputs `inst` one after another on page boundaries,
-    /// from 1 MiB (sized by the instance: GNN bags differ in size). The tables are followed by
-    /// unused bytes a chunked read past a row's end may touch; the table regions themselves
-    /// end with the last row.
-    pub fn plan(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Self {
+    /// from 1 MiB (sized by the instance: GNN bags differ in size), with a scratch for each of
+    /// `cores` cores where the op needs one. The tables are followed by unused bytes a chunked
+    /// read past a row's end may touch; the table regions themselves end with the last row.
+    pub fn plan(spec: &WorkloadSpec, inst: &EmbeddingBagInstance, cores: u32) -> Self {
         let offsets = 1 << 20;
         let indices = align(offsets + inst.offsets.len().max(1) as u64 * 4, PAGE);
         let after_indices = align(indices + inst.indices.len().max(1) as u64 * 4, PAGE);
@@ -106,20 +122,28 @@ impl Layout {
             }
             None => ((0, 0), after_dst),
         };
-        let table_bytes = spec.rows * spec.row_bytes();
+        let table_bytes = spec.stored_rows() * spec.stored_row_bytes();
         // A vector stream's last chunk of a row may read up to a vector past the row's end.
         let mut end = align(tables + spec.tables as u64 * table_bytes + TAIL_SLACK, PAGE);
+        let tt = spec.tt.as_ref().map(|t| {
+            let descriptors = end;
+            let scratch = align(descriptors + t.lookup_rows() * 16, PAGE);
+            let (d1, d2) = (t.factor(0).1, t.factor(1).1);
+            let scratch_bytes = align((t.lookup_rows() + d1 * d2) * spec.stored_row_bytes(), 64);
+            end = align(scratch + u64::from(cores.max(1)) * scratch_bytes, PAGE);
+            TtLayout { descriptors, scratch, scratch_bytes, cores: cores.max(1) }
+        });
         let kg = inst.kg.as_ref().map(|_| {
             let relation_table = end;
             end = align(relation_table + spec.relations * spec.row_bytes() + TAIL_SLACK, PAGE);
             KgLayout { heads: kg_arrays.0, relations: kg_arrays.1, relation_table }
         });
-        Self { offsets, indices, weights, dst, kg, tables, output: end }
+        Self { offsets, indices, weights, dst, kg, tt, tables, output: end }
     }
 
     /// The regions of this layout filled with `inst`'s data.
     pub fn regions(&self, spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Vec<DataRegion> {
-        let table_bytes = spec.rows * spec.row_bytes();
+        let table_bytes = spec.stored_rows() * spec.stored_row_bytes();
         let mut r = vec![
             words("offsets", self.offsets, inst.offsets.clone()),
             words("indices", self.indices, inst.indices.clone()),
@@ -145,7 +169,17 @@ impl Layout {
                 name: format!("table{t}"),
                 base: self.tables + t as u64 * table_bytes,
                 size: table_bytes,
-                contents: Contents::Table { seed: inst.table_seed, table: t, dim: spec.dim },
+                contents: Contents::Table { seed: inst.table_seed, table: t, dim: spec.stored_dim() },
+            });
+        }
+        if let (Some(l), Some(shape)) = (self.tt, &spec.tt) {
+            let words_of: Vec<u32> = crate::frontend::tt_descriptors(shape).concat();
+            r.push(words("tt_rows", l.descriptors, words_of));
+            r.push(DataRegion {
+                name: "tt_scratch".into(),
+                base: l.scratch,
+                size: u64::from(l.cores) * l.scratch_bytes,
+                contents: Contents::Output,
             });
         }
         r.push(DataRegion {

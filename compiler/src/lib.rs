@@ -24,6 +24,7 @@ pub mod ir;
 pub mod layout;
 pub mod passes;
 pub mod target;
+pub mod tt;
 pub mod workload;
 
 pub use codegen::{
@@ -34,4 +35,6 @@ pub use embedding_bag::EmbeddingBagInstance;
 pub use graph::{Csr, GraphSpec};
 pub use layout::{Contents, DataRegion, Layout};
 pub use passes::{Pass, Passes};
-pub use workload::{Dtype, IndexDistribution, KgModel, Op, Pooling, TraceFiles, WorkloadError, WorkloadSpec};
+pub use workload::{
+    Dtype, IndexDistribution, KgModel, Op, Pooling, TraceFiles, TtShape, WorkloadError, WorkloadSpec,
+};

@@ -32,6 +32,25 @@
 //! scale = 15
 //! edge_factor = 16
 //! ```
+//!
+//! A TT-EmbeddingBag (`op = "tt_embedding_bag"`) is an embedding bag whose tables are stored
+//! as tensor-train cores ([`TtShape`]); `rows` defaults to the product of the row factors:
+//!
+//! ```toml
+//! name = "tt-rec"
+//! op = "tt_embedding_bag"
+//! tables = 8
+//! dim = 64
+//! dtype = "f32"
+//! batch = 64
+//! bag_size = 20
+//! [indices]
+//! distribution = "uniform"
+//! [tt]
+//! row_factors = [100, 100, 100]
+//! dim_factors = [4, 4, 4]
+//! rank = 16
+//! ```
 
 use crate::graph::GraphSpec;
 use serde::Deserialize;
@@ -60,6 +79,93 @@ pub enum Op {
     /// (`tables` heads of `rows` positions, `batch` queries per head, `bag_size` = k, in blocks
     /// of `block` consecutive positions) and sums them weighted by its attention scores.
     SparseAttention,
+    /// TT-EmbeddingBag (TT-Rec, FBGEMM's `TTEmbeddingBag`): an embedding bag whose tables are
+    /// stored as three tensor-train cores (`[tt]`); a lookup contracts the cores' slices that
+    /// the row id's mixed-radix digits select into the row, then the bag pools the rows.
+    TtEmbeddingBag,
+}
+
+/// The tensor-train shape of a TT-EmbeddingBag's tables (TT-Rec, REFERENCE.md section 4).
+///
+/// A table of `rows x dim` is three cores `G1, G2, G3`: row id `i` has the mixed-radix digits
+/// `(i1, i2, i3)`, `i = (i1 * n2 + i2) * n3 + i3`, and column `(a1 * d2 + a2) * d3 + a3` of its
+/// row is `sum over r1, r2 of G1[i1][a1][r1] * G2[i2][r1][a2][r2] * G3[i3][a3][r2]`. Each
+/// core is stored as rows of `rank` values, slice by slice: `G1` as `n1 x d1` rows, `G2` as
+/// `n2 x rank x d2` rows, `G3` as `n3 x d3` rows (the last core transposed, so that its rows
+/// run over the rank as the others do).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TtShape {
+    /// `[n1, n2, n3]`: their product is at least the table's rows.
+    pub row_factors: Vec<u32>,
+    /// `[d1, d2, d3]`: their product is the row's `dim`.
+    pub dim_factors: Vec<u32>,
+    /// The TT rank between consecutive cores.
+    pub rank: u32,
+}
+
+impl TtShape {
+    /// `(n, d)` of core `c`.
+    pub fn factor(&self, c: usize) -> (u64, u64) {
+        (u64::from(self.row_factors[c]), u64::from(self.dim_factors[c]))
+    }
+
+    /// Stored rows (of `rank` values) of one slice of core `c`: `d1`, `rank x d2`, `d3`.
+    pub fn slice_rows(&self, c: usize) -> u64 {
+        let (_, d) = self.factor(c);
+        if c == 1 { u64::from(self.rank) * d } else { d }
+    }
+
+    /// The first stored row of core `c` within a table.
+    pub fn core_start(&self, c: usize) -> u64 {
+        (0..c).map(|k| self.factor(k).0 * self.slice_rows(k)).sum()
+    }
+
+    /// Stored rows of one table's three cores.
+    pub fn table_rows(&self) -> u64 {
+        self.core_start(3)
+    }
+
+    /// Stored rows one lookup reads: one slice of each core.
+    pub fn lookup_rows(&self) -> u64 {
+        (0..3).map(|c| self.slice_rows(c)).sum()
+    }
+
+    /// The digit of row id `i` that selects core `c`'s slice, and its weight (`n2 n3`, `n3`,
+    /// 1).
+    pub fn digit(&self, c: usize, i: u64) -> u64 {
+        (i / self.stride(c)) % self.factor(c).0
+    }
+
+    /// The place value of core `c`'s digit.
+    pub fn stride(&self, c: usize) -> u64 {
+        (c + 1..3).map(|k| self.factor(k).0).product()
+    }
+
+    /// Checks the shape against the workload's `rows` and `dim`.
+    fn check(&self, rows: u64, dim: u32) -> Result<(), WorkloadError> {
+        if self.row_factors.len() != 3 || self.dim_factors.len() != 3 {
+            return Err(bad("tt", "row_factors and dim_factors take three factors each (three TT cores)"));
+        }
+        if self.row_factors.iter().chain(&self.dim_factors).any(|&f| f == 0) || self.rank == 0 {
+            return Err(bad("tt", "factors and rank must be at least 1"));
+        }
+        let n: u64 = self.row_factors.iter().map(|&f| u64::from(f)).product();
+        if n < rows {
+            return Err(bad("tt.row_factors", format!("their product {n} is less than rows = {rows}")));
+        }
+        let d: u64 = self.dim_factors.iter().map(|&f| u64::from(f)).product();
+        if d != u64::from(dim) {
+            return Err(bad("tt.dim_factors", format!("their product {d} is not dim = {dim}")));
+        }
+        if self.rank > 64 {
+            return Err(bad("tt.rank", format!("{} exceeds 64 (a rank row is marshaled whole)", self.rank)));
+        }
+        if self.table_rows() > u64::from(u32::MAX) {
+            return Err(bad("tt", "the cores exceed 2^32 stored rows"));
+        }
+        Ok(())
+    }
 }
 
 /// How the rows of a bag are combined.
@@ -187,6 +293,9 @@ pub struct WorkloadSpec {
     /// Knowledge-graph scoring: corrupted tails scored per triple, besides the true one.
     #[serde(default)]
     pub negatives: u32,
+    /// TT-EmbeddingBag: the tensor-train shape of every table.
+    #[serde(default)]
+    pub tt: Option<TtShape>,
 }
 
 /// A workload the compiler cannot take, naming the field at fault.
@@ -223,6 +332,22 @@ impl WorkloadSpec {
                 }
             }
             Op::EmbeddingBag => self.require_table_shape("embedding_bag")?,
+            Op::TtEmbeddingBag => {
+                let Some(tt) = &self.tt else {
+                    return Err(bad("tt", "required for op = \"tt_embedding_bag\""));
+                };
+                if self.rows == 0 {
+                    // Every row the factors address.
+                    w.rows = tt.row_factors.iter().map(|&f| u64::from(f)).product();
+                }
+                w.require_table_shape("tt_embedding_bag")?;
+                if self.pooling == Pooling::Max || self.weights {
+                    return Err(bad(
+                        "pooling",
+                        "a TT-EmbeddingBag pools by sum or mean, without per-lookup weights (as FBGEMM's)",
+                    ));
+                }
+            }
             Op::KgScore => {
                 if self.graph.is_some() || self.weights || self.tables > 1 || self.bag_size != 0 {
                     return Err(bad(
@@ -368,13 +493,20 @@ impl WorkloadSpec {
         if self.op != Op::KgScore && (self.model.is_some() || self.relations != 0 || self.negatives != 0) {
             return Err(bad("model", "model, relations and negatives are for op = \"kg_score\""));
         }
+        match (&self.tt, self.op) {
+            (Some(tt), Op::TtEmbeddingBag) => tt.check(self.rows, self.dim)?,
+            (None, Op::TtEmbeddingBag) => return Err(bad("tt", "required for op = \"tt_embedding_bag\"")),
+            (Some(_), _) => return Err(bad("tt", "only op = \"tt_embedding_bag\" takes a [tt] shape")),
+            (None, _) => {}
+        }
         if self.op != Op::SparseAttention && self.block > 1 {
             return Err(bad("block", "only op = \"sparse_attention\" selects blocks"));
         }
         match (self.op, self.graph) {
-            (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore, None) if self.indices.is_some() => {}
+            (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore | Op::TtEmbeddingBag, None)
+                if self.indices.is_some() => {}
             (Op::EmbeddingBag, None) if self.trace.is_some() => {}
-            (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore, _) => {
+            (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore | Op::TtEmbeddingBag, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }
             (Op::GnnAggregate | Op::GnnScatter, Some(g)) => {
@@ -394,6 +526,21 @@ impl WorkloadSpec {
     /// Bytes of one table row.
     pub fn row_bytes(&self) -> u64 {
         self.dim as u64 * 4
+    }
+
+    /// Rows of one table as stored: `rows`, or a TT table's core rows.
+    pub fn stored_rows(&self) -> u64 {
+        self.tt.as_ref().map_or(self.rows, TtShape::table_rows)
+    }
+
+    /// Values of one stored row: `dim`, or a TT core row's `rank`.
+    pub fn stored_dim(&self) -> u32 {
+        self.tt.as_ref().map_or(self.dim, |t| t.rank)
+    }
+
+    /// Bytes of one stored row.
+    pub fn stored_row_bytes(&self) -> u64 {
+        u64::from(self.stored_dim()) * 4
     }
 
     /// Output values per bag: a row of `dim`, or one score per candidate tail (knowledge-graph

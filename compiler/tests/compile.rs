@@ -23,6 +23,7 @@ fn spec() -> WorkloadSpec {
         model: None,
         relations: 0,
         negatives: 0,
+        tt: None,
         trace: None,
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,

@@ -223,3 +223,11 @@ fn first_difference_names_the_line() {
     );
     assert_eq!(first_difference("a\n", "a"), "the texts differ only in their final newline");
 }
+
+#[test]
+fn golden_tt_embedding_bag() {
+    check(workload(
+        "name = \"tt\"\nop = \"tt_embedding_bag\"\ntables = 2\ndim = 8\ndtype = \"f32\"\nbatch = 2\nbag_size = 2\n\
+         [indices]\ndistribution = \"uniform\"\n[tt]\nrow_factors = [4, 5, 6]\ndim_factors = [2, 2, 2]\nrank = 4\n",
+    ));
+}
