@@ -156,7 +156,8 @@ fn scatter(name: &str, batch: u32) -> String {
 fn triples(name: &str, model: &str, batch: u32, dim: u32) -> String {
     format!(
         "name = \"{name}\"\nop = \"kg_score\"\nmodel = \"{model}\"\nrows = 2000\nrelations = 11\n\
-         negatives = 6\ndim = {dim}\ndtype = \"f32\"\nbatch = {batch}\nindices = {{ distribution = \"uniform\" }}"
+         negatives = 6\ndim = {dim}\ndtype = \"f32\"\nbatch = {batch}\n\
+         indices = {{ distribution = \"uniform\" }}"
     )
 }
 

@@ -518,8 +518,8 @@ impl Expander<'_> {
                     return Err(self.syntax(
                         i,
                         format!(
-                            "unknown directive `{d}` (`.for chunk`, `.for half`, `.for lane`, `.if CONDITION`, \
-                             `.else`, `.end`)"
+                            "unknown directive `{d}` (`.for chunk`, `.for half`, `.for lane`, \
+                             `.if CONDITION`, `.else`, `.end`)"
                         ),
                     ));
                 }
@@ -700,8 +700,9 @@ pub fn instantiate(
 /// the blocks are well formed, every placeholder exists, and the texts parse with the layout's
 /// addresses replaced by stand-ins, for errors a config can report before anything runs. A
 /// placeholder the workload has no value for (`{weights}` of an unweighted workload, `{heads}`
-/// of one that is not knowledge-graph scoring, `{half}` of an odd `dim`) gets a stand-in too: a template of another op family is not a bad template, and [`instantiate`]
-/// reports it for that workload.
+/// of one that is not knowledge-graph scoring, `{half}` of an odd `dim`) gets a stand-in too: a
+/// template of another op family is not a bad template, and [`instantiate`] reports it for that
+/// workload.
 pub fn check(
     spec: &WorkloadSpec,
     programs: &HandPrograms,

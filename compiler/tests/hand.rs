@@ -336,7 +336,8 @@ fn scatter(batch: u32) -> WorkloadSpec {
 fn kg(model: &str, batch: u32, dim: u32) -> WorkloadSpec {
     let text = format!(
         "name = \"k\"\nop = \"kg_score\"\nmodel = \"{model}\"\nrows = 300\nrelations = 7\n\
-         negatives = 4\ndim = {dim}\ndtype = \"f32\"\nbatch = {batch}\n[indices]\ndistribution = \"uniform\"\n"
+         negatives = 4\ndim = {dim}\ndtype = \"f32\"\nbatch = {batch}\n\
+         [indices]\ndistribution = \"uniform\"\n"
     );
     toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap()
 }
