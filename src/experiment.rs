@@ -9,7 +9,7 @@ use crate::config::schema::{
     AccessUnitSetting, Attach, ExperimentFile, MemoryModel, SystemKind, SystemSection,
 };
 use crate::config::{ConfigError, Document};
-use crate::system::{AccessUnitSpec, AttachPoint, CachePlan, DaeSystem, MemoryPlan, RunResult};
+use crate::system::{AccessUnitSpec, AttachPoint, CachePlan, DaeSystem, HandSource, MemoryPlan, RunResult};
 use access_unit::AccessUnitConfig;
 use compiler::{CompiledWorkload, EmbeddingBagInstance, WorkloadSpec};
 use exec_core::CoreConfig;
@@ -265,7 +265,7 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         Some(_) if access_unit.is_none() => {
             return Err(doc.error_at(&at("compiler.programs"), "hand-written programs need an access unit"));
         }
-        Some(stem) => Some(hand_programs(doc, &at("compiler.programs"), stem)?),
+        Some(value) => Some(hand_source(doc, &at("compiler.programs"), value)?),
         None => None,
     };
     Ok(DaeSystem {
@@ -281,16 +281,70 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
     })
 }
 
-/// Reads the templates `<stem>.au` and `<stem>.core` named by the key at `key`, the stem relative
-/// to the file that sets it (as `include` resolves its path).
-fn hand_programs(doc: &Document, key: &str, stem: &str) -> Result<compiler::hand::HandPrograms, ConfigError> {
+/// The hand-written programs named by the key at `key` (relative to the file that sets it, as
+/// `include` resolves its path): a directory (the value ends with `/` or names one), whose
+/// pairs [`load_hand_families`] reads once the workloads are known, or the stem of one pair,
+/// read now.
+fn hand_source(doc: &Document, key: &str, value: &str) -> Result<HandSource, ConfigError> {
+    let path = relative_to(doc, key, value);
+    if value.ends_with('/') || value.ends_with(std::path::MAIN_SEPARATOR) || path.is_dir() {
+        if !path.is_dir() {
+            return Err(doc.error_at(key, format!("{} is not a directory", path.display())));
+        }
+        return Ok(HandSource::Dir { dir: path, pairs: Default::default() });
+    }
+    Ok(HandSource::Pair(hand_programs(doc, key, &path)?))
+}
+
+/// Reads the templates `<stem>.au` and `<stem>.core` (`stem` a path without extension); an
+/// error names the file and the key at `key`.
+fn hand_programs(
+    doc: &Document,
+    key: &str,
+    stem: &Path,
+) -> Result<compiler::hand::HandPrograms, ConfigError> {
     let read = |ext: &str| {
-        let path = relative_to(doc, key, &format!("{stem}.{ext}"));
+        let mut path = stem.as_os_str().to_owned();
+        path.push(format!(".{ext}"));
+        let path = PathBuf::from(path);
         std::fs::read_to_string(&path)
             .map(|text| compiler::hand::Template { name: path.display().to_string(), text })
             .map_err(|e| doc.error_at(key, format!("cannot read {}: {e}", path.display())))
     };
     Ok(compiler::hand::HandPrograms { au: read("au")?, core: read("core")? })
+}
+
+/// Reads, for a directory of hand-written programs, the pair of each workload's family
+/// (`<dir>/<family>.{au,core}`, [`compiler::hand::family`]) that is not read yet; an error names
+/// the workload, the file and the key at `key`.
+fn load_hand_families(
+    doc: &Document,
+    key: &str,
+    source: &mut HandSource,
+    workloads: &[WorkloadSpec],
+) -> Result<(), ConfigError> {
+    let HandSource::Dir { dir, pairs } = source else { return Ok(()) };
+    for w in workloads {
+        let family = compiler::hand::family(w);
+        if !pairs.contains_key(family) {
+            let read = |ext: &str| {
+                let path = dir.join(format!("{family}.{ext}"));
+                std::fs::read_to_string(&path)
+                    .map(|text| compiler::hand::Template { name: path.display().to_string(), text })
+                    .map_err(|e| {
+                        let why = format!(
+                            "workload {} needs {family}: cannot read {}: {e}",
+                            w.name,
+                            path.display()
+                        );
+                        doc.error_at(key, why)
+                    })
+            };
+            let p = compiler::hand::HandPrograms { au: read("au")?, core: read("core")? };
+            pairs.insert(family.to_string(), p);
+        }
+    }
+    Ok(())
 }
 
 /// Reads the index trace of `spec` (the workload at config key `key`), if it names one: its
@@ -399,12 +453,17 @@ impl Experiment {
                 traces.insert(file.workload[i].name.clone(), inst);
             }
         }
-        // Hand-written programs must instantiate for every workload (placeholders, syntax).
-        for (i, (_, plan)) in systems.iter().enumerate() {
+        // Hand-written programs must instantiate for every workload (placeholders, syntax); a
+        // directory's are read now, a pair per family the workloads need.
+        for (i, (_, plan)) in systems.iter_mut().enumerate() {
             let SystemPlan::Dae(sys) = plan else { continue };
-            let Some(p) = &sys.programs else { continue };
+            let key = format!("system[{i}].compiler.programs");
+            let Some(source) = &mut sys.programs else { continue };
+            load_hand_families(&doc, &key, source, &file.workload)?;
             let au_lanes = sys.target_info().au_lanes;
+            let Some(source) = &sys.programs else { continue };
             for w in &file.workload {
+                let p = source.for_workload(w).map_err(|e| doc.error_at(&key, e))?;
                 compiler::hand::check(w, p, sys.vector_lanes, au_lanes).map_err(|e| {
                     doc.error_at(
                         &format!("system[{i}].compiler.programs"),
@@ -599,7 +658,8 @@ pub fn run_pair(
             let target = sys.target_info();
             let mut compiled: CompiledWorkload =
                 compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
-            if let Some(p) = &sys.programs {
+            if let Some(source) = &sys.programs {
+                let p = source.for_workload(spec).map_err(|e| format!("programs: {e}"))?;
                 compiled = compiler::hand::instantiate(
                     &compiled,
                     &p.au,

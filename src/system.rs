@@ -6,14 +6,15 @@
 //! the run the cores' output buffers are compared with the reference result, element by element.
 
 use access_unit::{AccessUnit, AccessUnitConfig, AuPorts, OutqEntry};
-use compiler::{CompiledWorkload, Contents};
+use compiler::{CompiledWorkload, Contents, WorkloadSpec};
 use exec_core::{Core, CoreConfig, CorePorts, OutputBuffer, QueueEntry};
 use hdrhistogram::Histogram;
 use mem_model::cache::{Cache, CacheConfig, CacheLinks, Crossbar, CrossbarConfig, CrossbarLinks};
 use mem_model::dram::{Dram, DramSpec};
 use mem_model::{Backing, MemRequest, MemResponse, MemoryImage, Region, SimpleMemory, SimpleMemoryConfig};
 use sim_core::{Carries, Component, ComponentId, Ctx, Engine, LinkId, LinkSpec, SeedTree, Stats, Tick, Wake};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -136,6 +137,38 @@ pub struct CachePlan {
     pub noc: Option<CrossbarConfig>,
 }
 
+/// Where a system's hand-written programs come from (`[system.compiler] programs = ...`).
+#[derive(Debug, Clone)]
+pub enum HandSource {
+    /// One template pair for every workload (`programs = "<stem>"`: `<stem>.au`, `<stem>.core`).
+    Pair(compiler::hand::HandPrograms),
+    /// A directory (`programs = "<dir>/"`): each workload runs `<dir>/<family>.{au,core}`, the
+    /// family named by [`compiler::hand::family`]. The pairs the experiment's workloads need
+    /// are read when the config loads, keyed by family.
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// The pairs read, by family stem.
+        pairs: BTreeMap<String, compiler::hand::HandPrograms>,
+    },
+}
+
+impl HandSource {
+    /// The template pair that serves workload `spec`; an error (for that run) if it is a
+    /// directory's family that was not read.
+    pub fn for_workload(&self, spec: &WorkloadSpec) -> Result<&compiler::hand::HandPrograms, String> {
+        match self {
+            HandSource::Pair(p) => Ok(p),
+            HandSource::Dir { dir, pairs } => {
+                let family = compiler::hand::family(spec);
+                pairs.get(family).ok_or_else(|| {
+                    format!("no {family}.au and {family}.core read from {} for this workload", dir.display())
+                })
+            }
+        }
+    }
+}
+
 /// A DAE chip, or the same chip without access units.
 #[derive(Debug, Clone)]
 pub struct DaeSystem {
@@ -148,7 +181,7 @@ pub struct DaeSystem {
     /// The compiler passes its programs get.
     pub passes: compiler::Passes,
     /// Hand-written program templates that replace the compiler's programs (`None`: compiled).
-    pub programs: Option<compiler::hand::HandPrograms>,
+    pub programs: Option<HandSource>,
     /// The access unit, if the chip has them.
     pub access_unit: Option<AccessUnitSpec>,
     /// Where access units attach.

@@ -3,10 +3,15 @@
 //!
 //! A template is program text (the `.au` or `.core` format) with placeholders in braces that are
 //! replaced, for each core's job, by that job's bag range and the layout's addresses:
-//! `{bag_start}`, `{offsets}`, `{out_start}`, ... ([`PLACEHOLDERS`]). A block between a line
-//! `.for chunk` and a line `.end` is repeated once per vector of a row (`dim` over the core's
-//! vector lanes, the last one partial), with per-chunk placeholders ([`CHUNK_PLACEHOLDERS`]):
-//! that is how one template keeps a row of any width in vector registers. A block
+//! `{bag_start}`, `{offsets}`, `{out_start}`, ... ([`PLACEHOLDERS`]; some exist only for one op
+//! family, such as `{edge_start}` of message passing or `{heads}` of knowledge-graph scoring,
+//! and using one for a workload without it is an error naming the template and line). A block
+//! between a line `.for chunk` and a line `.end` is repeated once per vector of a row (`dim`
+//! over the core's vector lanes, the last one partial), with per-chunk placeholders
+//! ([`CHUNK_PLACEHOLDERS`]): that is how one template keeps a row of any width in vector
+//! registers. `.for half` repeats its block once per vector of half a row (ComplEx's real and
+//! imaginary parts, [`HALF_PLACEHOLDERS`]) and `.for lane` once per vector lane (a horizontal
+//! sum, [`LANE_PLACEHOLDERS`]). A block
 //! `.if CONDITION` [`.else`] `.end` keeps its lines only when the workload has the property
 //! (`multi_table`: more than one table; `weighted`: per-lookup weights), so one template can
 //! leave out what a workload does not need; the streams of an access-unit text are then
@@ -19,7 +24,8 @@
 //! programs are replaced. This module reads no files: the caller hands it the texts.
 
 use crate::codegen::CompiledWorkload;
-use crate::workload::WorkloadSpec;
+use crate::layout::KgLayout;
+use crate::workload::{KgModel, Op, Pooling, WorkloadSpec};
 use std::fmt::Write as _;
 use std::ops::Range;
 use thiserror::Error;
@@ -66,12 +72,60 @@ pub const PLACEHOLDERS: &[&str] = &[
     "au_lanes",
     "chunks",
     "vfree",
+    "vfree1",
+    "vfree2",
+    "vfree3",
     "core",
     "cores",
+    "out_row_bytes",
+    "src",
+    "dst",
+    "edge_start",
+    "edge_end",
+    "edges",
+    "heads",
+    "rels",
+    "relation_table",
+    "relations",
+    "candidates",
+    "negatives",
+    "half",
+    "halves",
 ];
 
 /// Placeholders valid only inside a `.for chunk` block.
 pub const CHUNK_PLACEHOLDERS: &[&str] = &["chunk", "chunk_offset", "chunk_lanes", "acc", "tmp"];
+
+/// Placeholders valid only inside a `.for half` block (a vector of half a row: ComplEx).
+pub const HALF_PLACEHOLDERS: &[&str] = &["chunk", "chunk_offset", "imag_offset", "chunk_lanes", "re", "im"];
+
+/// Placeholders valid only inside a `.for lane` block.
+pub const LANE_PLACEHOLDERS: &[&str] = &["lane"];
+
+/// The stem of the template pair (`<stem>.au`, `<stem>.core`) that serves workload `spec`'s op
+/// family, as the shipped templates in `programs/` are named: `embedding-bag-sum`,
+/// `embedding-bag-weighted`, `embedding-bag-mean`, `embedding-bag-max` (embedding bags and GNN
+/// aggregation by pooling and weights; sparse attention is a weighted sum bag over its heads'
+/// stacked caches), `gnn-scatter` (message passing), `kg-transe`, `kg-distmult`, `kg-complex`
+/// (knowledge-graph scoring by model). A system whose `programs` names a directory runs each
+/// workload with the pair of this stem there.
+pub fn family(spec: &WorkloadSpec) -> &'static str {
+    match spec.op {
+        Op::GnnScatter => "gnn-scatter",
+        Op::KgScore => match spec.model {
+            Some(KgModel::TransE) => "kg-transe",
+            Some(KgModel::ComplEx) => "kg-complex",
+            // `resolved` requires a model; DistMult is the workload files' default example.
+            Some(KgModel::DistMult) | None => "kg-distmult",
+        },
+        Op::EmbeddingBag | Op::GnnAggregate | Op::SparseAttention => match spec.pooling {
+            Pooling::Sum if spec.weights => "embedding-bag-weighted",
+            Pooling::Sum => "embedding-bag-sum",
+            Pooling::Mean => "embedding-bag-mean",
+            Pooling::Max => "embedding-bag-max",
+        },
+    }
+}
 
 /// Why a template could not be instantiated.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -101,7 +155,8 @@ pub enum HandError {
         /// Why it has no value.
         why: String,
     },
-    /// A malformed template: an unclosed brace, an unmatched or nested block.
+    /// A malformed template: an unclosed brace, an unmatched or nested block (or a `.for half`
+    /// block for a workload whose rows have no halves).
     #[error("{template}:{line}: {message}")]
     Syntax {
         /// The template.
@@ -137,12 +192,40 @@ pub enum HandError {
     },
 }
 
+/// The kinds of `.for` block: what one repetition of the block stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    /// A vector of a row (`ceil(dim / lanes)` of them).
+    Chunk,
+    /// A vector of half a row (`ceil(dim / 2 / lanes)`; ComplEx's real and imaginary parts).
+    Half,
+    /// A vector lane (`lanes` of them).
+    Lane,
+}
+
+impl Block {
+    fn parse(word: &str) -> Option<Block> {
+        match word {
+            "chunk" => Some(Block::Chunk),
+            "half" => Some(Block::Half),
+            "lane" => Some(Block::Lane),
+            _ => None,
+        }
+    }
+}
+
 /// The addresses and sizes one core's instance is made of.
 struct Values<'a> {
     spec: &'a WorkloadSpec,
     offsets: u64,
     indices: u64,
     weights: Option<u64>,
+    /// Destination of each edge (message passing).
+    dst: Option<u64>,
+    /// This core's edges (message passing).
+    edges: Option<Range<u64>>,
+    /// Knowledge-graph scoring's extra arrays.
+    kg: Option<KgLayout>,
     tables: u64,
     out: u64,
     bags: Range<u64>,
@@ -151,24 +234,61 @@ struct Values<'a> {
     au_lanes: u32,
     core: usize,
     cores: usize,
+    /// Stand-in values for [`check`]: every placeholder has one.
+    stand_in: bool,
 }
+
+const NOT_SCATTER: &str = "the workload has no edge list (only op = \"gnn_scatter\" has)";
+const NOT_KG: &str = "the workload has no triples (only op = \"kg_score\" has)";
 
 impl Values<'_> {
     fn chunks(&self) -> u64 {
         u64::from(self.spec.dim).div_ceil(u64::from(self.lanes.max(1)))
     }
 
-    /// The value of placeholder `name` (chunk `chunk` inside a `.for chunk` block): `None` if
-    /// no placeholder has that name, `Some(Err(why))` if it has no value here.
-    fn get(&self, name: &str, chunk: Option<u64>) -> Option<Result<String, String>> {
+    /// Columns of half a row, if `dim` is even.
+    fn half(&self) -> Result<u64, String> {
+        let dim = u64::from(self.spec.dim);
+        if dim % 2 == 1 && !self.stand_in {
+            return Err(format!("dim = {dim} is odd: a row has no halves"));
+        }
+        Ok(dim / 2)
+    }
+
+    fn halves(&self) -> Result<u64, String> {
+        Ok(self.half()?.div_ceil(u64::from(self.lanes.max(1))))
+    }
+
+    /// How many times a `.for` block of `kind` repeats.
+    fn repeats(&self, kind: Block) -> Result<u64, String> {
+        match kind {
+            Block::Chunk => Ok(self.chunks()),
+            Block::Half => self.halves(),
+            Block::Lane => Ok(u64::from(self.lanes)),
+        }
+    }
+
+    /// The value of placeholder `name` (repetition `i` of a `.for` block of kind `kind` inside
+    /// one): `None` if no placeholder has that name, `Some(Err(why))` if it has no value here.
+    fn get(&self, name: &str, block: Option<(Block, u64)>) -> Option<Result<String, String>> {
         let row_bytes = self.spec.row_bytes();
         let hex = |a: u64| Ok(format!("{a:#x}"));
         let dec = |n: u64| Ok(n.to_string());
         let lanes = u64::from(self.lanes);
-        let per_chunk = |f: &dyn Fn(u64) -> u64| match chunk {
-            Some(c) => Ok(f(c).to_string()),
-            None => Err("only inside a `.for chunk` block".to_string()),
+        let dim = u64::from(self.spec.dim);
+        let inside = |kinds: &[Block], f: &dyn Fn(u64) -> Result<u64, String>| match block {
+            Some((k, c)) if kinds.contains(&k) => f(c).map(|n| n.to_string()),
+            _ => Err(match kinds {
+                [Block::Chunk] => "only inside a `.for chunk` block".to_string(),
+                [Block::Half] => "only inside a `.for half` block".to_string(),
+                [Block::Lane] => "only inside a `.for lane` block".to_string(),
+                _ => "only inside a `.for chunk` or `.for half` block".to_string(),
+            }),
         };
+        let chunk_or_half = [Block::Chunk, Block::Half];
+        let kg =
+            |f: &dyn Fn(&KgLayout) -> u64| self.kg.as_ref().map_or(Err(NOT_KG.to_string()), |k| hex(f(k)));
+        let is_kg = self.kg.is_some();
         Some(match name {
             "offsets" => hex(self.offsets),
             "offsets_next" => hex(self.offsets + 4),
@@ -179,8 +299,8 @@ impl Values<'_> {
             },
             "tables" => hex(self.tables),
             "out" => hex(self.out),
-            "out_start" => hex(self.out + self.bags.start * row_bytes),
-            "out_end" => hex(self.out + self.bags.end * row_bytes),
+            "out_start" => hex(self.out + self.bags.start * self.spec.out_row_bytes()),
+            "out_end" => hex(self.out + self.bags.end * self.spec.out_row_bytes()),
             "bag_start" => dec(self.bags.start),
             "bag_end" => dec(self.bags.end),
             "bags" => dec(self.bags.end - self.bags.start),
@@ -195,13 +315,38 @@ impl Values<'_> {
             "au_lanes" => dec(u64::from(self.au_lanes)),
             "chunks" => dec(self.chunks()),
             "vfree" => dec(2 * self.chunks()),
+            "vfree1" => dec(2 * self.chunks() + 1),
+            "vfree2" => dec(2 * self.chunks() + 2),
+            "vfree3" => dec(2 * self.chunks() + 3),
             "core" => dec(self.core as u64),
             "cores" => dec(self.cores as u64),
-            "chunk" => per_chunk(&|c| c),
-            "chunk_offset" => per_chunk(&|c| c * lanes * 4),
-            "chunk_lanes" => per_chunk(&|c| lanes.min(u64::from(self.spec.dim) - c * lanes)),
-            "acc" => per_chunk(&|c| c),
-            "tmp" => per_chunk(&|c| self.chunks() + c),
+            "out_row_bytes" => dec(self.spec.out_row_bytes()),
+            "src" => self.dst.map_or(Err(NOT_SCATTER.into()), |_| hex(self.indices)),
+            "dst" => self.dst.map_or(Err(NOT_SCATTER.into()), hex),
+            "edge_start" => self.edges.as_ref().map_or(Err(NOT_SCATTER.into()), |e| dec(e.start)),
+            "edge_end" => self.edges.as_ref().map_or(Err(NOT_SCATTER.into()), |e| dec(e.end)),
+            "edges" => self.edges.as_ref().map_or(Err(NOT_SCATTER.into()), |e| dec(e.end - e.start)),
+            "heads" => kg(&|k| k.heads),
+            "rels" => kg(&|k| k.relations),
+            "relation_table" => kg(&|k| k.relation_table),
+            "relations" if is_kg => dec(self.spec.relations),
+            "candidates" if is_kg => dec(self.spec.out_width()),
+            "negatives" if is_kg => dec(u64::from(self.spec.negatives)),
+            "relations" | "candidates" | "negatives" => Err(NOT_KG.into()),
+            "half" => self.half().map(|h| h.to_string()),
+            "halves" => self.halves().map(|h| h.to_string()),
+            "chunk" => inside(&chunk_or_half, &|c| Ok(c)),
+            "chunk_offset" => inside(&chunk_or_half, &|c| Ok(c * lanes * 4)),
+            "chunk_lanes" => match block {
+                Some((Block::Half, c)) => self.half().map(|h| lanes.min(h - c * lanes).to_string()),
+                _ => inside(&[Block::Chunk], &|c| Ok(lanes.min(dim - c * lanes))),
+            },
+            "acc" => inside(&[Block::Chunk], &|c| Ok(c)),
+            "tmp" => inside(&[Block::Chunk], &|c| Ok(self.chunks() + c)),
+            "imag_offset" => inside(&[Block::Half], &|c| Ok((self.half()? + c * lanes) * 4)),
+            "re" => inside(&[Block::Half], &|c| Ok(c)),
+            "im" => inside(&[Block::Half], &|c| Ok(self.halves()? + c)),
+            "lane" => inside(&[Block::Lane], &|l| Ok(l)),
             _ => return None,
         })
     }
@@ -218,7 +363,7 @@ fn substitute(
     no: usize,
     line: &str,
     v: &Values,
-    chunk: Option<u64>,
+    block: Option<(Block, u64)>,
     emit: bool,
 ) -> Result<String, HandError> {
     let (code, comment) = split_comment(line);
@@ -235,9 +380,15 @@ fn substitute(
             });
         };
         let name = after[..close].trim();
-        match v.get(name, chunk) {
+        match v.get(name, block) {
             None => {
-                let known = PLACEHOLDERS.iter().chain(CHUNK_PLACEHOLDERS).copied().collect::<Vec<_>>();
+                let mut known: Vec<&str> = Vec::new();
+                for &n in PLACEHOLDERS.iter().chain(CHUNK_PLACEHOLDERS).chain(HALF_PLACEHOLDERS) {
+                    if !known.contains(&n) {
+                        known.push(n);
+                    }
+                }
+                known.extend(LANE_PLACEHOLDERS);
                 return Err(HandError::UnknownPlaceholder {
                     template: t.name.clone(),
                     line: no,
@@ -264,7 +415,7 @@ fn substitute(
     Ok(out)
 }
 
-/// A directive line (`.for chunk`, `.if multi_table`, `.else`, `.end`), if `line` is one.
+/// A directive line (`.for chunk`, `.if multi_table`, `.else`, `.end`, ...), if `line` is one.
 fn directive(line: &str) -> Option<&str> {
     let code = split_comment(line).0.trim();
     let word = code.split_whitespace().next().unwrap_or("");
@@ -306,13 +457,18 @@ impl Expander<'_> {
     }
 
     /// Expands lines from `i` up to the `.end` or `.else` that closes the enclosing block (or
-    /// the end), with `chunk` inside a `.for chunk` block; writes them only if `emit` (lines of
-    /// a branch not taken are checked for unknown placeholders only).
-    fn lines_from(&mut self, mut i: usize, chunk: Option<u64>, emit: bool) -> Result<Stop, HandError> {
+    /// the end), with `block` (its kind and repetition) inside a `.for` block; writes them only
+    /// if `emit` (lines of a branch not taken are checked for unknown placeholders only).
+    fn lines_from(
+        &mut self,
+        mut i: usize,
+        block: Option<(Block, u64)>,
+        emit: bool,
+    ) -> Result<Stop, HandError> {
         while i < self.lines.len() {
             let line = self.lines[i];
             let Some(d) = directive(line) else {
-                let s = substitute(self.t, i + 1, line, self.v, chunk, emit)?;
+                let s = substitute(self.t, i + 1, line, self.v, block, emit)?;
                 if emit {
                     let _ = writeln!(self.text, "{s}");
                     self.from.push(i + 1);
@@ -324,28 +480,33 @@ impl Expander<'_> {
             match words[..] {
                 [".end"] => return Ok(Stop::End(i)),
                 [".else"] => return Ok(Stop::Else(i)),
-                [".for", "chunk"] => {
-                    if chunk.is_some() {
-                        return Err(self.syntax(i, "`.for chunk` blocks do not nest"));
+                [".for", word] if Block::parse(word).is_some() => {
+                    let kind = Block::parse(word).unwrap_or(Block::Chunk);
+                    if block.is_some() {
+                        return Err(self.syntax(i, "`.for` blocks do not nest"));
                     }
-                    // A first pass finds the block's end and checks it; then one per chunk.
-                    let end = match self.lines_from(i + 1, Some(0), false)? {
+                    // A first pass finds the block's end and checks it; then one per repetition.
+                    let end = match self.lines_from(i + 1, Some((kind, 0)), false)? {
                         Stop::End(end) => end,
                         Stop::Else(e) => return Err(self.syntax(e, "`.else` without an `.if`")),
-                        Stop::Eof => return Err(self.syntax(i, "`.for chunk` without its `.end`")),
+                        Stop::Eof => return Err(self.syntax(i, format!("`.for {word}` without its `.end`"))),
                     };
                     if emit {
-                        for c in 0..self.v.chunks() {
-                            self.lines_from(i + 1, Some(c), true)?;
+                        let repeats = self
+                            .v
+                            .repeats(kind)
+                            .map_err(|why| self.syntax(i, format!("`.for {word}`: {why}")))?;
+                        for c in 0..repeats {
+                            self.lines_from(i + 1, Some((kind, c)), true)?;
                         }
                     }
                     i = end + 1;
                 }
                 [".if", name] => {
                     let holds = self.condition(i, name)?;
-                    i = match self.lines_from(i + 1, chunk, emit && holds)? {
+                    i = match self.lines_from(i + 1, block, emit && holds)? {
                         Stop::End(end) => end + 1,
-                        Stop::Else(e) => match self.lines_from(e + 1, chunk, emit && !holds)? {
+                        Stop::Else(e) => match self.lines_from(e + 1, block, emit && !holds)? {
                             Stop::End(end) => end + 1,
                             Stop::Else(e) => return Err(self.syntax(e, "a second `.else` for one `.if`")),
                             Stop::Eof => return Err(self.syntax(i, "`.if` without its `.end`")),
@@ -356,7 +517,10 @@ impl Expander<'_> {
                 _ => {
                     return Err(self.syntax(
                         i,
-                        format!("unknown directive `{d}` (`.for chunk`, `.if CONDITION`, `.else`, `.end`)"),
+                        format!(
+                            "unknown directive `{d}` (`.for chunk`, `.for half`, `.for lane`, \
+                             `.if CONDITION`, `.else`, `.end`)"
+                        ),
                     ));
                 }
             }
@@ -489,6 +653,22 @@ pub fn instantiate(
     let cores = out.jobs.len();
     let offsets = &compiled.instance.offsets;
     let lookup = |bag: u64| offsets.get(bag as usize).map_or(0, |&o| u64::from(o));
+    // Message passing: the compiler lays the edge list out core by core (each core's edges are
+    // those into its destinations, in list order), so a core's edges start after every edge
+    // into an earlier destination.
+    let edge_starts = compiled.instance.edges.as_ref().map(|edges| {
+        let bags = compiled.spec.bags() as usize;
+        let mut before = vec![0u64; bags + 1];
+        for &(_, d) in edges {
+            if let Some(n) = before.get_mut(d as usize + 1) {
+                *n += 1;
+            }
+        }
+        for b in 0..bags {
+            before[b + 1] += before[b];
+        }
+        move |bag: u64| before.get(bag as usize).or(before.last()).copied().unwrap_or(0)
+    });
     for (i, job) in out.jobs.iter_mut().enumerate() {
         let l = &compiled.layout;
         let v = Values {
@@ -496,6 +676,9 @@ pub fn instantiate(
             offsets: l.offsets,
             indices: l.indices,
             weights: l.weights,
+            dst: l.dst,
+            edges: edge_starts.as_ref().map(|e| e(job.bags.start)..e(job.bags.end)),
+            kg: l.kg,
             tables: l.tables,
             out: l.output,
             bags: job.bags.clone(),
@@ -504,6 +687,7 @@ pub fn instantiate(
             au_lanes,
             core: i,
             cores,
+            stand_in: false,
         };
         let (au, core) = instance(&programs, &v)?;
         job.au = Some(au);
@@ -515,9 +699,10 @@ pub fn instantiate(
 /// Checks the templates themselves for workload `spec` (a resolved spec) without compiling it:
 /// the blocks are well formed, every placeholder exists, and the texts parse with the layout's
 /// addresses replaced by stand-ins, for errors a config can report before anything runs. A
-/// placeholder the workload has no value for (`{weights}` of an unweighted workload) gets a
-/// stand-in too: a template of another op family is not a bad template, and [`instantiate`]
-/// reports it for that workload.
+/// placeholder the workload has no value for (`{weights}` of an unweighted workload, `{heads}`
+/// of one that is not knowledge-graph scoring, `{half}` of an odd `dim`) gets a stand-in too: a
+/// template of another op family is not a bad template, and [`instantiate`] reports it for that
+/// workload.
 pub fn check(
     spec: &WorkloadSpec,
     programs: &HandPrograms,
@@ -529,6 +714,9 @@ pub fn check(
         offsets: 1 << 20,
         indices: 2 << 20,
         weights: Some(3 << 20),
+        dst: Some(6 << 20),
+        edges: Some(0..spec.lookups()),
+        kg: Some(KgLayout { heads: 7 << 20, relations: 8 << 20, relation_table: 9 << 20 }),
         tables: 4 << 20,
         out: 5 << 20,
         bags: 0..spec.bags(),
@@ -537,6 +725,7 @@ pub fn check(
         au_lanes,
         core: 0,
         cores: 1,
+        stand_in: true,
     };
     instance(programs, &v).map(|_| ())
 }

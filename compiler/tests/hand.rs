@@ -201,11 +201,14 @@ fn chunk_blocks_are_closed_flat_and_known() {
     for (text, line, message) in [
         (".core lanes=16\n.for chunk\n    vzero v{acc}\n", 2, "`.for chunk` without its `.end`"),
         (".core lanes=16\n    halt\n.end\n", 3, "`.end` without a block"),
-        (".core lanes=16\n.for chunk\n.for chunk\n.end\n.end\n", 3, "`.for chunk` blocks do not nest"),
+        (".core lanes=16\n.for chunk\n.for chunk\n.end\n.end\n", 3, "`.for` blocks do not nest"),
+        (".core lanes=16\n.for chunk\n.for lane\n.end\n.end\n", 3, "`.for` blocks do not nest"),
+        (".core lanes=16\n.for lane\n    halt\n", 2, "`.for lane` without its `.end`"),
         (
             ".core lanes=16\n.for row\n.end\n",
             2,
-            "unknown directive `.for row` (`.for chunk`, `.if CONDITION`, `.else`, `.end`)",
+            "unknown directive `.for row` (`.for chunk`, `.for half`, `.for lane`, `.if CONDITION`, \
+             `.else`, `.end`)",
         ),
         (".core lanes=16\n.if multi_table\n    halt\n", 2, "`.if` without its `.end`"),
         (".core lanes=16\n.else\n", 2, "`.else` without an `.if`"),
@@ -254,6 +257,30 @@ fn if_blocks_keep_what_the_workload_needs_and_streams_are_renumbered() {
     assert_eq!(e.to_string(), "x.au:7: s1 is not defined (left out by an `.if`?)");
 }
 
+/// Placeholders of one op family only: message passing's and knowledge-graph scoring's.
+const SCATTER_ONLY: &[&str] = &["src", "dst", "edge_start", "edge_end", "edges"];
+const KG_ONLY: &[&str] = &["heads", "rels", "relation_table", "relations", "candidates", "negatives"];
+
+/// A core template with one `li` per name in `names`, and one per block placeholder.
+fn li_template(names: &[&str]) -> String {
+    let mut core = ".core lanes={lanes}\n".to_string();
+    for name in names {
+        core += &format!("    li r1, {{{name}}}\n");
+    }
+    for (block, names) in [
+        ("chunk", hand::CHUNK_PLACEHOLDERS),
+        ("half", hand::HALF_PLACEHOLDERS),
+        ("lane", hand::LANE_PLACEHOLDERS),
+    ] {
+        core += &format!(".for {block}\n");
+        for name in names {
+            core += &format!("    li r1, {{{name}}}\n");
+        }
+        core += ".end\n";
+    }
+    core + "    halt\n"
+}
+
 #[test]
 fn every_listed_placeholder_has_a_value() {
     let mut core = ".core lanes={lanes}\n".to_string();
@@ -266,9 +293,190 @@ fn every_listed_placeholder_has_a_value() {
     }
     core += ".end\n    halt\n";
     let c = compiled(&spec("weights = true"), 2);
-    let h = instantiate(&c, &with_core(&core)).unwrap();
-    let lis = h.jobs[1].core.insts.iter().filter(|i| matches!(i, Inst::Li { .. })).count();
-    assert_eq!(lis, hand::PLACEHOLDERS.len() + 2 * hand::CHUNK_PLACEHOLDERS.len());
-    let bag_start = Inst::Li { rd: Reg(1), imm: h.jobs[1].bags.start as i64 };
+    let bag_start = Inst::Li { rd: Reg(1), imm: c.jobs[1].bags.start as i64 };
+    // A weighted bag has every placeholder but message passing's and knowledge-graph scoring's.
+    let generic: Vec<&str> = hand::PLACEHOLDERS
+        .iter()
+        .copied()
+        .filter(|n| !SCATTER_ONLY.contains(n) && !KG_ONLY.contains(n))
+        .collect();
+    let lis = |h: &CompiledWorkload, job: usize| {
+        h.jobs[job].core.insts.iter().filter(|i| matches!(i, Inst::Li { .. })).count()
+    };
+    let h = instantiate(&c, &with_core(&li_template(&generic))).unwrap();
     assert_eq!(h.jobs[1].core.insts[8], bag_start, "{{bag_start}} is the ninth placeholder");
+    let chunks = spec("").dim.div_ceil(LANES) as usize;
+    let per_block = chunks * hand::CHUNK_PLACEHOLDERS.len()
+        + (spec("").dim / 2).div_ceil(LANES) as usize * hand::HALF_PLACEHOLDERS.len()
+        + LANES as usize * hand::LANE_PLACEHOLDERS.len();
+    assert_eq!(lis(&h, 1), generic.len() + per_block);
+    for name in SCATTER_ONLY.iter().chain(KG_ONLY) {
+        let e = instantiate(&c, &with_core(&li_template(&[name]))).unwrap_err();
+        assert!(matches!(&e, HandError::Unavailable { line: 2, name: n, .. } if n == name), "{e:?}");
+    }
+    // Message passing and knowledge-graph scoring have theirs (and the generic ones).
+    for (spec, only) in [(scatter(2), SCATTER_ONLY), (kg("distmult", 7, 20), KG_ONLY)] {
+        let names: Vec<&str> = generic.iter().chain(only).copied().filter(|&n| n != "weights").collect();
+        let h = instantiate(&compiled(&spec, 3), &with_core(&li_template(&names))).unwrap();
+        assert!(lis(&h, 0) > names.len(), "{}", spec.name);
+    }
+}
+
+/// GNN message passing over a small power-law graph, dim 20 (a full vector and a partial one),
+/// `batch` destinations.
+fn scatter(batch: u32) -> WorkloadSpec {
+    let text = format!(
+        "name = \"s\"\nop = \"gnn_scatter\"\ndim = 20\ndtype = \"f32\"\nbatch = {batch}\n\
+         [graph]\ngenerator = \"rmat\"\nscale = 8\nedge_factor = 4\n"
+    );
+    toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap()
+}
+
+/// Knowledge-graph scoring with `model`, `batch` triples of 4 negatives, rows of `dim`.
+fn kg(model: &str, batch: u32, dim: u32) -> WorkloadSpec {
+    let text = format!(
+        "name = \"k\"\nop = \"kg_score\"\nmodel = \"{model}\"\nrows = 300\nrelations = 7\n\
+         negatives = 4\ndim = {dim}\ndtype = \"f32\"\nbatch = {batch}\n\
+         [indices]\ndistribution = \"uniform\"\n"
+    );
+    toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap()
+}
+
+#[test]
+fn each_workload_names_its_family() {
+    assert_eq!(hand::family(&spec("")), "embedding-bag-sum");
+    assert_eq!(hand::family(&gnn()), "embedding-bag-sum");
+    assert_eq!(hand::family(&spec("weights = true")), "embedding-bag-weighted");
+    assert_eq!(hand::family(&spec("pooling = \"mean\"")), "embedding-bag-mean");
+    assert_eq!(hand::family(&spec("pooling = \"max\"")), "embedding-bag-max");
+    assert_eq!(hand::family(&scatter(10)), "gnn-scatter");
+    assert_eq!(hand::family(&kg("transe", 2, 8)), "kg-transe");
+    assert_eq!(hand::family(&kg("distmult", 2, 8)), "kg-distmult");
+    assert_eq!(hand::family(&kg("complex", 2, 8)), "kg-complex");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/workloads/sparse-attention.toml"),
+    )
+    .unwrap();
+    let attention = toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap();
+    assert_eq!(hand::family(&attention), "embedding-bag-weighted", "a weighted sum bag per query");
+}
+
+#[test]
+fn message_passing_cores_walk_their_own_edges() {
+    let spec = scatter(10);
+    let p = shipped("gnn-scatter");
+    assert_eq!(hand::check(&spec, &p, LANES, AU_LANES), Ok(()));
+    // More cores than destinations: some cores have no edges.
+    for cores in [1, 3, 13] {
+        let c = compiled(&spec, cores);
+        let h = instantiate(&c, &p).unwrap_or_else(|e| panic!("{cores} cores: {e}"));
+        let edges = c.instance.edges.as_ref().unwrap();
+        let mut next = 0;
+        for job in &h.jobs {
+            let au = job.au.as_ref().unwrap();
+            let Bounds::Dense { begin, end } = au.tus[0].bounds else { panic!("{au}") };
+            assert_eq!(begin, next, "{cores} cores: the ranges tile the edge list");
+            let into = edges.iter().filter(|&&(_, d)| job.bags.contains(&u64::from(d))).count() as u64;
+            assert_eq!(end - begin, into, "{cores} cores, bags {:?}", job.bags);
+            next = end;
+        }
+        assert_eq!(next, edges.len() as u64);
+        // The destination's row and the source's row: the dst list and the feature table.
+        let au = h.jobs[0].au.as_ref().unwrap();
+        let bases: Vec<u64> = au
+            .streams
+            .iter()
+            .filter_map(|s| match s.kind {
+                StreamKind::Load { base, .. } | StreamKind::Row { base, .. } => Some(base),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bases, [c.layout.indices, c.layout.dst.unwrap(), c.layout.tables]);
+    }
+}
+
+#[test]
+fn knowledge_graph_cores_store_one_score_per_candidate() {
+    for model in ["transe", "distmult", "complex"] {
+        let spec = kg(model, 5, 20);
+        let p = shipped(&format!("kg-{model}"));
+        assert_eq!(hand::check(&spec, &p, LANES, AU_LANES), Ok(()), "{model}");
+        for cores in [2, 7] {
+            let c = compiled(&spec, cores);
+            let h = instantiate(&c, &p).unwrap_or_else(|e| panic!("{model}: {e}"));
+            for job in &h.jobs {
+                assert_eq!(job.output_elems, (job.bags.end - job.bags.start) * 5);
+                assert_eq!(job.core.insts[0], Inst::Li { rd: Reg(3), imm: job.output_base as i64 });
+                let end = job.output_base + job.output_elems * 4;
+                assert_eq!(job.core.insts[1], Inst::Li { rd: Reg(4), imm: end as i64 }, "{model}");
+                let au = job.au.as_ref().unwrap();
+                assert_eq!(au.tus[0].bounds, Bounds::Dense { begin: job.bags.start, end: job.bags.end });
+            }
+        }
+    }
+    // ComplEx pairs each vector of the real half with the imaginary one: 20 columns, 10 a half.
+    let c = compiled(&kg("complex", 2, 20), 1);
+    let core = exec_core::print(&instantiate(&c, &shipped("kg-complex")).unwrap().jobs[0].core);
+    assert!(core.contains("vldq v5, [r2 + 0], 10\n") && core.contains("vldq v6, [r2 + 40], 10\n"), "{core}");
+}
+
+#[test]
+fn a_placeholder_the_workload_lacks_is_an_error_naming_the_template_and_line() {
+    let bag = compiled(&spec(""), 2);
+    let line_of = |text: &str, name: &str| {
+        text.lines().position(|l| l.split('#').next().unwrap().contains(&format!("{{{name}}}"))).unwrap() + 1
+    };
+    let p = shipped("gnn-scatter");
+    let e = instantiate(&bag, &p).unwrap_err();
+    assert_eq!(
+        e,
+        HandError::Unavailable {
+            template: "programs/gnn-scatter.au".into(),
+            line: line_of(&p.au.text, "edge_start"),
+            name: "edge_start".into(),
+            why: "the workload has no edge list (only op = \"gnn_scatter\" has)".into(),
+        }
+    );
+    assert!(e.to_string().starts_with("programs/gnn-scatter.au:"), "{e}");
+    let p = shipped("kg-distmult");
+    let e = instantiate(&bag, &p).unwrap_err();
+    assert_eq!(
+        e,
+        HandError::Unavailable {
+            template: "programs/kg-distmult.au".into(),
+            line: line_of(&p.au.text, "candidates"),
+            name: "candidates".into(),
+            why: "the workload has no triples (only op = \"kg_score\" has)".into(),
+        }
+    );
+    // Templates of another family are not bad templates: `check` passes them.
+    assert_eq!(hand::check(&spec(""), &p, LANES, AU_LANES), Ok(()));
+    // Halves of an odd row.
+    let odd = compiled(&WorkloadSpec { dim: 21, ..spec("") }, 1);
+    let e = instantiate(&odd, &with_core(".core lanes={lanes}\n    li r1, {half}\n    halt\n")).unwrap_err();
+    assert_eq!(e.to_string(), "x.core:2: {half}: dim = 21 is odd: a row has no halves");
+    let e = instantiate(&odd, &with_core(".core lanes={lanes}\n.for half\n.end\n    halt\n")).unwrap_err();
+    assert_eq!(e.to_string(), "x.core:2: `.for half`: dim = 21 is odd: a row has no halves");
+    let e = instantiate(&odd, &with_core(".core lanes={lanes}\n    li r1, {lane}\n    halt\n")).unwrap_err();
+    assert_eq!(e.to_string(), "x.core:2: {lane}: only inside a `.for lane` block");
+    let e = instantiate(&odd, &with_core(".core lanes={lanes}\n.for lane\n    li r1, {acc}\n.end\n"))
+        .unwrap_err();
+    assert_eq!(e.to_string(), "x.core:3: {acc}: only inside a `.for chunk` block");
+}
+
+#[test]
+fn lane_and_half_blocks_repeat_per_lane_and_per_vector_of_half_a_row() {
+    // dim 20 at 16 lanes: halves of 10, one vector each; 16 lanes.
+    let c = compiled(&spec(""), 1);
+    let p = with_core(
+        ".core lanes={lanes}\n.for half\n    vldq v{re}, [r1 + {chunk_offset}], {chunk_lanes}\n\
+         vldq v{im}, [r1 + {imag_offset}], {chunk_lanes}\n.end\n.for lane\n    vext r2, v0, {lane}\n.end\n\
+         li r3, {halves}\n    halt\n",
+    );
+    let core = exec_core::print(&instantiate(&c, &p).unwrap().jobs[0].core);
+    let lines: Vec<&str> = core.lines().collect();
+    assert_eq!(lines[1..3], ["    vldq v0, [r1 + 0], 10", "    vldq v1, [r1 + 40], 10"]);
+    assert_eq!(lines[3..19].iter().filter(|l| l.starts_with("    vext r2, v0, ")).count(), 16);
+    assert_eq!(lines[18], "    vext r2, v0, 15");
+    assert_eq!(lines[19], "    li r3, 1");
 }

@@ -102,9 +102,11 @@ pub struct CompilerSection {
     pub opt_level: Option<u8>,
     /// Pass names, replacing the level's set (`["decouple", "vectorize"]`).
     pub passes: Option<Vec<String>>,
-    /// Hand-written programs instead of the compiler's: the path, without extension, of the
-    /// templates `<stem>.au` and `<stem>.core`, relative to the file that sets it (as `include`);
-    /// see `programs/README.md`.
+    /// Hand-written programs instead of the compiler's, relative to the file that sets it (as
+    /// `include`): the path, without extension, of the templates `<stem>.au` and `<stem>.core`,
+    /// or a directory (ending in `/`, or naming one) from which each workload runs
+    /// `<dir>/<family>.{au,core}` of its op family (`compiler::hand::family`); see
+    /// `programs/README.md`.
     pub programs: Option<String>,
 }
 
