@@ -107,11 +107,12 @@ pub const LANE_PLACEHOLDERS: &[&str] = &["lane"];
 /// `embedding-bag-weighted`, `embedding-bag-mean`, `embedding-bag-max` (embedding bags and GNN
 /// aggregation by pooling and weights; sparse attention is a weighted sum bag over its heads'
 /// stacked caches), `gnn-scatter` (message passing), `kg-transe`, `kg-distmult`, `kg-complex`
-/// (knowledge-graph scoring by model). A system whose `programs` names a directory runs each
-/// workload with the pair of this stem there.
+/// (knowledge-graph scoring by model), `tt-embedding-bag` (TT-EmbeddingBag). A system whose
+/// `programs` names a directory runs each workload with the pair of this stem there.
 pub fn family(spec: &WorkloadSpec) -> &'static str {
     match spec.op {
         Op::GnnScatter => "gnn-scatter",
+        Op::TtEmbeddingBag => "tt-embedding-bag",
         Op::KgScore => match spec.model {
             Some(KgModel::TransE) => "kg-transe",
             Some(KgModel::ComplEx) => "kg-complex",
