@@ -244,6 +244,8 @@ struct Shape {
     /// `tables * batch` bags, table-major (bag `g` reads table `g / batch`).
     bags: Vec<Vec<Lookup>>,
     table_seed: u64,
+    /// PyTorch's `padding_idx` (embedding bags only; drawn among the hot rows, so bags hold it).
+    padding: Option<u32>,
 }
 
 impl Shape {
@@ -270,6 +272,7 @@ impl Shape {
             weights: self.weighted,
             indices: (!gnn).then_some(IndexDistribution::Uniform),
             graph,
+            padding_idx: self.padding,
             ..chips().base.clone()
         };
         let mut offsets = vec![0u32];
@@ -303,10 +306,11 @@ impl Shape {
         let bags: Vec<&[u32]> =
             inst.offsets.windows(2).map(|w| &inst.indices[w[0] as usize..w[1] as usize]).collect();
         format!(
-            "{:?} {:?}{} tables {} rows {} dim {} batch {} bags {bags:?} seed {}",
+            "{:?} {:?}{}{} tables {} rows {} dim {} batch {} bags {bags:?} seed {}",
             self.op,
             self.pooling,
             if self.weighted { " weighted" } else { "" },
+            self.padding.map_or(String::new(), |p| format!(" padding {p}")),
             self.tables,
             self.rows,
             self.dim,
@@ -370,9 +374,11 @@ fn shape() -> impl Strategy<Value = Shape> {
     ];
     // One in four shapes is a GNN aggregation: one table of 2^3..2^8 vertex rows.
     let op = prop_oneof![3 => Just(Op::EmbeddingBag), 1 => Just(Op::GnnAggregate)];
-    (op, pooled(), 1u32..=3, 1u64..=300, 3u32..=8, dim, 0u32..=6, any::<u64>()).prop_flat_map(
-        |(op, (pooling, weighted), tables, rows, scale, dim, batch, table_seed)| {
+    let padding = prop::option::weighted(0.3, 0u32..3);
+    (op, pooled(), 1u32..=3, 1u64..=300, 3u32..=8, dim, 0u32..=6, any::<u64>(), padding).prop_flat_map(
+        |(op, (pooling, weighted), tables, rows, scale, dim, batch, table_seed, padding)| {
             let (tables, rows) = if op == Op::GnnAggregate { (1, 1 << scale) } else { (tables, rows) };
+            let padding = padding.filter(|_| op == Op::EmbeddingBag).map(|p| p % rows.min(3) as u32);
             let bags = (tables * batch) as usize;
             prop::collection::vec(bag(), bags).prop_map(move |bags| Shape {
                 op,
@@ -384,6 +390,7 @@ fn shape() -> impl Strategy<Value = Shape> {
                 batch,
                 bags,
                 table_seed,
+                padding,
             })
         },
     )
@@ -465,7 +472,18 @@ fn corner(pooling: Pooling, weighted: bool, tables: u32, rows: u64, dim: u32, ba
                 .collect()
         })
         .collect();
-    Shape { op: Op::EmbeddingBag, pooling, weighted, tables, rows, dim, batch, bags, table_seed: 0x5eed }
+    Shape {
+        op: Op::EmbeddingBag,
+        pooling,
+        weighted,
+        tables,
+        rows,
+        dim,
+        batch,
+        bags,
+        table_seed: 0x5eed,
+        padding: None,
+    }
 }
 
 fn check_everywhere(shape: &Shape) {
@@ -684,6 +702,41 @@ fn knowledge_graph_scoring_on_every_machine() {
             let early = m.decoupled && matches!(m.passes, PassSet::Level(0 | 1));
             model == "complex" && early && e.to_string().contains("too many callback operands")
         });
+    }
+}
+
+/// PyTorch's `padding_idx`: a bag of padding only (0 for every pooling), padding first, last
+/// and twice, and a bag without it, for each pooling and weighted sum, on every machine. Mean
+/// divides by the lookups that are not padding, and max ignores padding rows even where they
+/// are the largest.
+#[test]
+fn padding_lookups_are_left_out_of_their_bags() {
+    let bags: &[&[u32]] = &[&[4, 4], &[4, 1, 2], &[2, 3, 4], &[1, 4, 4, 3], &[5], &[]];
+    for (pooling, weighted) in
+        [(Pooling::Sum, false), (Pooling::Sum, true), (Pooling::Mean, false), (Pooling::Max, false)]
+    {
+        let shape = Shape { padding: Some(4), ..corner(pooling, weighted, 2, 6, 17, bags) };
+        let (spec, inst) = shape.workload();
+        assert_eq!(spec.padding_idx, Some(4));
+        let reference = inst.reference(&spec);
+        assert!(
+            reference[..17].iter().all(|x| x.to_bits() == 0),
+            "a bag of padding only: {:?}",
+            &reference[..17]
+        );
+        // Bag 1 is [4, 1, 2]: the rows 1 and 2 alone.
+        let row = |r: u64, k: u32| table_value(0x5eed, 0, r, k);
+        let w = |n: usize| if weighted { [0.5f32, 1.25, -0.75, 2.0, 0.1, -1.5][n % 6] } else { 1.0 };
+        for k in 0..17 {
+            let (a, b) = (w(4) * row(1, k), w(5) * row(2, k));
+            let want = match pooling {
+                Pooling::Sum => 0.0 + a + b,
+                Pooling::Mean => (0.0 + a + b) * (1.0 / 2.0),
+                Pooling::Max => f32::MIN.max(a).max(b),
+            };
+            assert_eq!(reference[17 + k as usize].to_bits(), want.to_bits(), "{pooling:?} column {k}");
+        }
+        check_everywhere(&shape);
     }
 }
 

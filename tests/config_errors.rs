@@ -137,6 +137,14 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
         ),
         (("dtype = \"f32\"", "dtype = \"f32\"\nmodel = \"rotate\""), "unknown variant `rotate`"),
         (
+            ("batch = 2", "batch = 2\npadding_idx = 100"),
+            "padding_idx: 100 is not a row of the 100-row tables",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"sparse_attention\"\npadding_idx = 0"),
+            "padding_idx: only op = \"embedding_bag\" takes a padding index",
+        ),
+        (
             ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\""),
             "tt: required for op = \"tt_embedding_bag\"",
         ),

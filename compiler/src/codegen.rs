@@ -66,7 +66,7 @@ pub struct CoreJob {
     pub output_base: u64,
     /// f32 elements of its output rows.
     pub output_elems: u64,
-    /// Its private scratch, if the op needs one (TT-EmbeddingBag).
+    /// Its private scratch, if the op needs one (TT-EmbeddingBag; padding with mean or max).
     pub scratch: Option<exec_core::OutputBuffer>,
 }
 
@@ -219,8 +219,11 @@ pub fn compile_with_stages(
     let mut jobs = Vec::new();
     for (core_index, (bags, range)) in parts.into_iter().zip(&loop_ranges).enumerate() {
         // Each core's own scratch.
-        if let (Some(m), Some(tt)) = (loop_fn.mem_named(frontend::TT_SCRATCH), layout.tt) {
-            bases.insert(m, tt.scratch + core_index as u64 * tt.scratch_bytes);
+        let scratch = layout.scratch.map(|s| s.block(core_index));
+        for name in [frontend::TT_SCRATCH, frontend::BAG_COUNT] {
+            if let (Some(m), Some(s)) = (loop_fn.mem_named(name), scratch) {
+                bases.insert(m, s.base);
+            }
         }
         let mut record: Vec<(String, String)> = Vec::new();
         let lowered = lower_core(&loop_fn, range, target, &bases, &inst, spec, &mut record);
@@ -233,10 +236,6 @@ pub fn compile_with_stages(
             .map_err(|e| CompileError::Internal { what: "core", message: format!("{e}\n{core_text}") })?;
         let output_base = layout.output + bags.start * spec.out_row_bytes();
         let output_elems = (bags.end - bags.start) * spec.out_width();
-        let scratch = layout.tt.map(|tt| exec_core::OutputBuffer {
-            base: tt.scratch + core_index as u64 * tt.scratch_bytes,
-            elems: tt.scratch_bytes / 4,
-        });
         jobs.push(CoreJob { bags, au, core, output_base, output_elems, scratch });
     }
     Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })

@@ -206,7 +206,8 @@ impl EmbeddingBagInstance {
     /// The reference output: `bags x dim` f32, row-major, computed as the compiled loop nest
     /// does (see `crate::frontend`): lookups folded in bag order, one rounding per multiply and
     /// per add; mean scales by the reciprocal of the length; max starts at `f32::MIN` (0 for an
-    /// empty bag).
+    /// empty bag). Lookups of the padding index, if there is one, are left out (of the length
+    /// too, and a bag of padding only is 0, as in PyTorch).
     pub fn reference(&self, spec: &WorkloadSpec) -> Vec<f32> {
         if let Some(kg) = &self.kg {
             return self.kg_scores(spec, kg).0;
@@ -227,10 +228,13 @@ impl EmbeddingBagInstance {
             }
             let (lo, hi) = (self.offsets[g], self.offsets[g + 1]);
             let acc = &mut out[g * dim..(g + 1) * dim];
-            if spec.pooling == Pooling::Max && hi > lo {
+            // PyTorch's `padding_idx`: those lookups are left out of the bag.
+            let kept = |j: &u32| spec.padding_idx != Some(self.indices[*j as usize]);
+            let count = (lo..hi).filter(kept).count() as u32;
+            if spec.pooling == Pooling::Max && count > 0 {
                 acc.fill(f32::MIN);
             }
-            for j in lo..hi {
+            for j in (lo..hi).filter(kept) {
                 let row = self.indices[j as usize] as u64;
                 let w = self.weights.as_ref().map(|w| w[j as usize]);
                 for (a, &key) in acc.iter_mut().zip(&keys) {
@@ -240,7 +244,7 @@ impl EmbeddingBagInstance {
                 }
             }
             if spec.pooling == Pooling::Mean {
-                let scale = 1.0 / (hi - lo).max(1) as f32;
+                let scale = 1.0 / count.max(1) as f32;
                 acc.iter_mut().for_each(|a| *a *= scale);
             }
         }

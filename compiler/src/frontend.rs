@@ -43,6 +43,9 @@ pub const OUT: &str = "out";
 pub const TT_ROWS: &str = "tt_rows";
 /// TT-EmbeddingBag: the core's scratch rows (a lookup's slices, then the partial contraction).
 pub const TT_SCRATCH: &str = "tt_scratch";
+/// With a padding index and mean or max pooling: the bag's count of lookups that are not
+/// padding, in the core's scratch.
+pub const BAG_COUNT: &str = "bag_count";
 
 /// The loop-level function of `spec` (a resolved spec) over bags `0..bags`, for an instance
 /// with `lookups` lookups in all.
@@ -53,9 +56,17 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let offsets = f.mem(OFFSETS, Elem::U32, vec![bags + 1], true);
     let indices = f.mem(INDICES, Elem::U32, vec![lookups.max(1)], true);
     let weights = spec.weights.then(|| f.mem(WEIGHTS, Elem::F32, vec![lookups.max(1)], true));
-    let tables = f.mem(TABLES, Elem::F32, vec![spec.tables as u64 * spec.rows, spec.dim as u64], true);
+    // With a padding index, each table's padding row follows the tables (`Layout::padding`).
+    let padding_rows = if spec.padding_idx.is_some() { spec.tables as u64 } else { 0 };
+    let table_rows = spec.tables as u64 * spec.rows + padding_rows;
+    let tables = f.mem(TABLES, Elem::F32, vec![table_rows, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![bags, spec.dim as u64], false);
+    // With a padding index, mean and max count the bag's other lookups in the core's scratch.
+    let count = (spec.padding_idx.is_some() && spec.pooling != Pooling::Sum)
+        .then(|| f.mem(BAG_COUNT, Elem::F32, vec![1], false));
     let m = |x: MemId| Arg::Mem(x);
+    let fop =
+        |b: &mut Builder, op: FloatOp, hint: &str, x: Arg, y: Arg| b.val(Opcode::Float(op), hint, vec![x, y]);
     let mut b = Builder::new(&mut f);
     let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets);
     // The pooling's identity.
@@ -68,32 +79,86 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
             let nonempty = b.val(Opcode::Int(IntOp::Min), "nonempty", vec![v(len), i(1)]);
             let neg = b.val(Opcode::Int(IntOp::Sub), "neg", vec![i(0), v(nonempty)]);
             let flag = b.val(Opcode::IToF, "flag", vec![v(neg)]);
-            v(b.val(Opcode::Float(FloatOp::Mul), "init", vec![v(flag), Arg::Float(f32::MAX)]))
+            v(fop(&mut b, FloatOp::Mul, "init", v(flag), Arg::Float(f32::MAX)))
         }
     };
     let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
     b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), init]);
     b.close();
+    if let Some(c) = count {
+        b.op(Opcode::Store, "", vec![m(c), i(0), Arg::Float(0.0)]);
+    }
+    // The bag's table's padding row (see below).
+    let pad_row = spec.padding_idx.map(|_| match (spec.tables, base) {
+        (t, Some(base)) => {
+            // Table `base / rows`'s padding row, `tables * rows + base / rows`.
+            let table = b.val(Opcode::Int(IntOp::Div), "tp", vec![v(base), i(spec.rows as i64)]);
+            v(b.val(Opcode::Int(IntOp::Add), "pad", vec![v(table), i(i64::from(t) * spec.rows as i64)]))
+        }
+        (_, None) => i(spec.rows as i64),
+    });
     let j = b.open(Opcode::For, "j", vec![v(lo), v(hi)]).expect("iv");
     let index = b.val(Opcode::Load, "i", vec![m(indices), v(j)]);
-    let row = match base {
+    let mut row = match base {
         Some(base) => b.val(Opcode::Int(IntOp::Add), "r", vec![v(index), v(base)]),
         None => index,
     };
     let w = weights.map(|w| b.val(Opcode::Load, "w", vec![m(w), v(j)]));
+    // PyTorch's `padding_idx`: the access unit redirects a padding lookup to its table's padding
+    // row (zeros, which leave a sum as it is, or f32::MIN, which leaves a maximum), with its
+    // ALU streams only: `ne` = 1 for a lookup that counts, 0 for padding (`(i + R - p) % R` is 0
+    // only for `i = p`, as row ids are below `R`), and the row moves by `(1 - ne) * (P - r)`.
+    let counts = spec.padding_idx.zip(pad_row).map(|(p, pad_row)| {
+        let rows = spec.rows as i64;
+        let shifted = b.val(Opcode::Int(IntOp::Add), "u", vec![v(index), i(rows - i64::from(p))]);
+        let e = b.val(Opcode::Int(IntOp::Rem), "e", vec![v(shifted), i(rows)]);
+        let e1 = b.val(Opcode::Int(IntOp::Add), "e1", vec![v(e), i(rows - 1)]);
+        let ne = b.val(Opcode::Int(IntOp::Div), "ne", vec![v(e1), i(rows)]);
+        let eq = b.val(Opcode::Int(IntOp::Sub), "eq", vec![i(1), v(ne)]);
+        let gap = b.val(Opcode::Int(IntOp::Sub), "gap", vec![pad_row, v(row)]);
+        let shift = b.val(Opcode::Int(IntOp::Mul), "shift", vec![v(eq), v(gap)]);
+        row = b.val(Opcode::Int(IntOp::Add), "rp", vec![v(row), v(shift)]);
+        ne
+    });
+    // Mean and max count the lookups that are not padding, on the core.
+    if let (Some(c), Some(ne)) = (count, counts) {
+        let kept = b.val(Opcode::IToF, "kept", vec![v(ne)]);
+        let n = b.val(Opcode::Load, "n", vec![m(c), i(0)]);
+        let n1 = fop(&mut b, FloatOp::Add, "n1", v(n), v(kept));
+        b.op(Opcode::Store, "", vec![m(c), i(0), v(n1)]);
+    }
     let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
     let mut x = b.val(Opcode::Load, "x", vec![m(tables), v(row), v(k)]);
     if let Some(w) = w {
-        x = b.val(Opcode::Float(FloatOp::Mul), "wx", vec![v(w), v(x)]);
+        x = fop(&mut b, FloatOp::Mul, "wx", v(w), v(x));
     }
     let acc = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(k)]);
     let fold = if spec.pooling == Pooling::Max { FloatOp::Max } else { FloatOp::Add };
-    let s = b.val(Opcode::Float(fold), "s", vec![v(acc), v(x)]);
+    let s = fop(&mut b, fold, "s", v(acc), v(x));
     b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), v(s)]);
     b.close();
     b.close();
-    if spec.pooling == Pooling::Mean {
-        scale_by_length(&mut b, out, bag, (lo, hi), dim);
+    match (spec.pooling, count) {
+        (Pooling::Mean, None) => scale_by_length(&mut b, out, bag, (lo, hi), dim),
+        (Pooling::Mean, Some(c)) => {
+            let n = b.val(Opcode::Load, "n", vec![m(c), i(0)]);
+            let nf = fop(&mut b, FloatOp::Max, "nf", v(n), Arg::Float(1.0));
+            let scale = fop(&mut b, FloatOp::Div, "scale", Arg::Float(1.0), v(nf));
+            scale_rows(&mut b, out, bag, scale, dim);
+        }
+        (Pooling::Max, Some(c)) => {
+            // A bag of padding only pools to +0.0: its maximum times 0, plus +0.0.
+            let n = b.val(Opcode::Load, "n", vec![m(c), i(0)]);
+            let nf = fop(&mut b, FloatOp::Max, "nf", v(n), Arg::Float(1.0));
+            let any = fop(&mut b, FloatOp::Div, "any", v(n), v(nf));
+            let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
+            let a = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(k)]);
+            let y = fop(&mut b, FloatOp::Mul, "y", v(a), v(any));
+            let z = fop(&mut b, FloatOp::Add, "z", v(y), Arg::Float(0.0));
+            b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), v(z)]);
+            b.close();
+        }
+        _ => {}
     }
     b.close();
     b.finish();
@@ -114,12 +179,18 @@ fn open_bag(b: &mut Builder, spec: &WorkloadSpec, offsets: MemId) -> (Value, Val
     (bag, lo, hi, base)
 }
 
-/// `out[bag, k] *= 1 / max(hi - lo, 1)` for `k` in `0..dim`: mean pooling's last step.
+/// The mean of a bag's sum of `hi - lo` lookups: `out[bag, k] *= 1 / max(hi - lo, 1)` for `k` in
+/// `0..dim`.
 fn scale_by_length(b: &mut Builder, out: MemId, bag: Value, (lo, hi): (Value, Value), dim: i64) {
     let len = b.val(Opcode::Int(IntOp::Sub), "len", vec![v(hi), v(lo)]);
     let n = b.val(Opcode::Int(IntOp::Max), "n", vec![v(len), i(1)]);
     let nf = b.val(Opcode::IToF, "nf", vec![v(n)]);
     let scale = b.val(Opcode::Float(FloatOp::Div), "scale", vec![Arg::Float(1.0), v(nf)]);
+    scale_rows(b, out, bag, scale, dim);
+}
+
+/// `out[bag, k] *= scale` for `k` in `0..dim`: mean pooling's last step.
+fn scale_rows(b: &mut Builder, out: MemId, bag: Value, scale: Value, dim: i64) {
     let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
     let a = b.val(Opcode::Load, "a", vec![Arg::Mem(out), v(bag), v(k)]);
     let y = b.val(Opcode::Float(FloatOp::Mul), "y", vec![v(a), v(scale)]);

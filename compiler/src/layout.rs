@@ -48,8 +48,11 @@ pub struct Layout {
     /// Knowledge-graph scoring: the head entity and the relation of each triple, and the
     /// relation table (after the entity table).
     pub kg: Option<KgLayout>,
-    /// TT-EmbeddingBag: the slice-row descriptors and the cores' scratch.
+    /// TT-EmbeddingBag: the slice-row descriptors.
     pub tt: Option<TtLayout>,
+    /// The cores' private scratch, for ops whose compute keeps values in memory (a TT lookup's
+    /// slices; a bag's count of lookups that are not padding).
+    pub scratch: Option<Scratch>,
     /// Table 0; table `t` starts `t * stored_rows * stored_row_bytes` later (a TT table is
     /// its cores' rows).
     pub tables: u64,
@@ -73,12 +76,24 @@ pub struct KgLayout {
 pub struct TtLayout {
     /// The slice-row descriptors (`crate::frontend::tt_descriptors`, four u32 per row).
     pub descriptors: u64,
-    /// Core 0's scratch; core `c`'s starts `c * scratch_bytes` later.
-    pub scratch: u64,
-    /// Bytes of one core's scratch (whole cache lines).
-    pub scratch_bytes: u64,
-    /// Cores with a scratch.
+}
+
+/// The cores' private scratch: one block per core, written and read back by that core only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scratch {
+    /// Core 0's block; core `c`'s starts `c * bytes` later.
+    pub base: u64,
+    /// Bytes of one core's block (whole cache lines).
+    pub bytes: u64,
+    /// Cores with a block.
     pub cores: u32,
+}
+
+impl Scratch {
+    /// Core `core`'s block, as the core model takes it.
+    pub fn block(&self, core: usize) -> exec_core::OutputBuffer {
+        exec_core::OutputBuffer { base: self.base + core as u64 * self.bytes, elems: self.bytes / 4 }
+    }
 }
 
 const PAGE: u64 = 4096;
@@ -93,6 +108,11 @@ fn words(name: &str, base: u64, mut w: Vec<u32>) -> DataRegion {
 }
 /// Bytes after the last table a chunked read may touch (the widest vector, 64 lanes of f32).
 const TAIL_SLACK: u64 = 256;
+
+/// Bytes of the padding rows after the tables: one row per table with a padding index.
+fn padding_bytes(spec: &WorkloadSpec) -> u64 {
+    if spec.padding_idx.is_some() { spec.tables as u64 * spec.row_bytes() } else { 0 }
+}
 
 fn align(x: u64, to: u64) -> u64 {
     x.div_ceil(to) * to
@@ -124,21 +144,24 @@ impl Layout {
         };
         let table_bytes = spec.stored_rows() * spec.stored_row_bytes();
         // A vector stream's last chunk of a row may read up to a vector past the row's end.
-        let mut end = align(tables + spec.tables as u64 * table_bytes + TAIL_SLACK, PAGE);
+        let mut end =
+            align(tables + spec.tables as u64 * table_bytes + padding_bytes(spec) + TAIL_SLACK, PAGE);
         let tt = spec.tt.as_ref().map(|t| {
             let descriptors = end;
-            let scratch = align(descriptors + t.lookup_rows() * 16, PAGE);
-            let (d1, d2) = (t.factor(0).1, t.factor(1).1);
-            let scratch_bytes = align((t.lookup_rows() + d1 * d2) * spec.stored_row_bytes(), 64);
-            end = align(scratch + u64::from(cores.max(1)) * scratch_bytes, PAGE);
-            TtLayout { descriptors, scratch, scratch_bytes, cores: cores.max(1) }
+            end = align(descriptors + t.lookup_rows() * 16, PAGE);
+            TtLayout { descriptors }
+        });
+        let scratch = (spec.scratch_bytes() > 0).then(|| {
+            let s = Scratch { base: end, bytes: align(spec.scratch_bytes(), 64), cores: cores.max(1) };
+            end = align(s.base + u64::from(s.cores) * s.bytes, PAGE);
+            s
         });
         let kg = inst.kg.as_ref().map(|_| {
             let relation_table = end;
             end = align(relation_table + spec.relations * spec.row_bytes() + TAIL_SLACK, PAGE);
             KgLayout { heads: kg_arrays.0, relations: kg_arrays.1, relation_table }
         });
-        Self { offsets, indices, weights, dst, kg, tt, tables, output: end }
+        Self { offsets, indices, weights, dst, kg, tt, scratch, tables, output: end }
     }
 
     /// The regions of this layout filled with `inst`'s data.
@@ -164,6 +187,17 @@ impl Layout {
                 contents: Contents::Table { seed: inst.table_seed, table: 1, dim: spec.dim },
             });
         }
+        if spec.padding_idx.is_some() {
+            // Each table's padding row, after the last table: what a padding lookup reads
+            // instead (see `crate::frontend::lower`).
+            let fill = if spec.pooling == crate::workload::Pooling::Max { f32::MIN } else { 0.0 };
+            let n = (spec.tables * spec.dim) as usize;
+            r.push(words(
+                "padding_rows",
+                self.tables + spec.tables as u64 * table_bytes,
+                vec![fill.to_bits(); n],
+            ));
+        }
         for t in 0..spec.tables {
             r.push(DataRegion {
                 name: format!("table{t}"),
@@ -175,10 +209,12 @@ impl Layout {
         if let (Some(l), Some(shape)) = (self.tt, &spec.tt) {
             let words_of: Vec<u32> = crate::frontend::tt_descriptors(shape).concat();
             r.push(words("tt_rows", l.descriptors, words_of));
+        }
+        if let Some(s) = self.scratch {
             r.push(DataRegion {
-                name: "tt_scratch".into(),
-                base: l.scratch,
-                size: u64::from(l.cores) * l.scratch_bytes,
+                name: "scratch".into(),
+                base: s.base,
+                size: u64::from(s.cores) * s.bytes,
                 contents: Contents::Output,
             });
         }

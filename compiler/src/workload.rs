@@ -296,6 +296,11 @@ pub struct WorkloadSpec {
     /// TT-EmbeddingBag: the tensor-train shape of every table.
     #[serde(default)]
     pub tt: Option<TtShape>,
+    /// Embedding bags: lookups of this row id (in any table) are left out of their bag, as
+    /// PyTorch's `padding_idx`: not summed, not counted by mean, not in the maximum (a bag of
+    /// padding only pools to zeros).
+    #[serde(default)]
+    pub padding_idx: Option<u32>,
 }
 
 /// A workload the compiler cannot take, naming the field at fault.
@@ -499,6 +504,14 @@ impl WorkloadSpec {
             (Some(_), _) => return Err(bad("tt", "only op = \"tt_embedding_bag\" takes a [tt] shape")),
             (None, _) => {}
         }
+        if let Some(p) = self.padding_idx {
+            if self.op != Op::EmbeddingBag {
+                return Err(bad("padding_idx", "only op = \"embedding_bag\" takes a padding index"));
+            }
+            if u64::from(p) >= self.rows {
+                return Err(bad("padding_idx", format!("{p} is not a row of the {}-row tables", self.rows)));
+            }
+        }
         if self.op != Op::SparseAttention && self.block > 1 {
             return Err(bad("block", "only op = \"sparse_attention\" selects blocks"));
         }
@@ -541,6 +554,17 @@ impl WorkloadSpec {
     /// Bytes of one stored row.
     pub fn stored_row_bytes(&self) -> u64 {
         u64::from(self.stored_dim()) * 4
+    }
+
+    /// Bytes of scratch memory each core's compute needs (`crate::layout::Scratch`): a TT
+    /// lookup's slices and its partial contraction; a bag's count of lookups that are not
+    /// padding, where the pooling needs it (mean, max); else none.
+    pub fn scratch_bytes(&self) -> u64 {
+        if let Some(t) = &self.tt {
+            let (d1, d2) = (t.factor(0).1, t.factor(1).1);
+            return (t.lookup_rows() + d1 * d2) * self.stored_row_bytes();
+        }
+        if self.padding_idx.is_some() && self.pooling != Pooling::Sum { 4 } else { 0 }
     }
 
     /// Output values per bag: a row of `dim`, or one score per candidate tail (knowledge-graph

@@ -24,6 +24,7 @@ fn spec() -> WorkloadSpec {
         relations: 0,
         negatives: 0,
         tt: None,
+        padding_idx: None,
         trace: None,
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
