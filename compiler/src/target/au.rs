@@ -4,7 +4,7 @@
 //! `lo + chunk * VL`, an ALU stream). Multi-dimensional memory indices become ALU streams that
 //! compute the linear element (or row) index. Layers: with a unit of two or more lanes, the
 //! innermost TU runs in lockstep over the lanes and its parent is a broadcast layer (the TMU's
-//! mapping of embedding bags); the others are single-lane. Buffer streams over read-only f32
+//! mapping of embedding bags; a lone TU runs in lockstep alone); the others are single-lane. Buffer streams over read-only f32
 //! memories are the lookups whose latency is reported. An ALU stream that only adds a
 //! constant to a memory index (`offsets[b + 1]`) folds into the memory stream's base address,
 //! so it takes no stream storage.
@@ -74,9 +74,13 @@ pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Resul
         }
     }
     let n = b.p.tus.len();
-    if au_lanes >= 2 && n >= 2 {
+    if au_lanes >= 2 && n >= 1 {
+        // A lone TU (message passing's walk over edges) spreads its iterations over the lanes
+        // too: nothing above it to broadcast.
         b.p.tus[n - 1].layer = Layer::Lockstep { lanes: au_lanes };
-        b.p.tus[n - 2].layer = Layer::Broadcast;
+        if n >= 2 {
+            b.p.tus[n - 2].layer = Layer::Broadcast;
+        }
     }
     b.p.callbacks = callbacks.into_iter().map(|(_, c)| c).collect();
     b.p.verify().map_err(|e| format!("the access unit cannot run this program: {e}"))?;
