@@ -10,6 +10,10 @@
 //! first access of each chunk in an iteration is a store (the row is initialized, not
 //! accumulated onto memory) and every access to the memory in `B` is such a vector access; the
 //! row must fit in 16 accumulators. Otherwise the function is left as it was.
+//!
+//! Beyond Ember: a vectorized reduction into one scalar of a written memory (a knowledge-graph
+//! score, an element of a TT row) keeps its partial sums in a vector accumulator across the
+//! row's chunks and is stored once ([`reduce_in_accumulator`]).
 
 use crate::ir::{Arg, Event, Func, MemId, Op, Opcode, Value, walk};
 use std::collections::HashMap;
@@ -23,8 +27,126 @@ pub fn simplify_mem(f: &Func) -> Func {
     let mut out = f.clone();
     let mut body = std::mem::take(&mut out.body);
     visit(&mut out, &mut body);
+    // Scalar reductions take the accumulator after the rows'.
+    let mut slot = 0;
+    walk(&body, &mut |op| {
+        if matches!(op.opcode, Opcode::VGetAcc | Opcode::VSetAcc) {
+            slot = slot.max(op.args[0].int().unwrap_or(0) + 1);
+        }
+    });
+    if slot < MAX_ACCUMULATORS as i64 {
+        reduce_in_accumulator(&mut out, &mut body, slot);
+    }
     out.body = body;
     out
+}
+
+/// In every vectorized core loop that folds each chunk into one scalar of a written memory
+/// (`a = load M[i]; h = vredsum t; s = a + h; store M[i], s`, the index the same for every
+/// chunk: a knowledge-graph score, a TT row element), keeps the partial sums lane by lane in
+/// vector accumulator `slot` instead (one `vfadd` per chunk), and folds them into the scalar
+/// once, after the loop: one horizontal sum, one load and one store instead of one each per
+/// chunk. The order of the adds changes, as it does when a reduction is vectorized at all
+/// (the outputs' error bound allows any order). Only loops of two chunks or more whose chunks
+/// tile their range (no masked tail, whose unused lanes could hold values that are not zero).
+fn reduce_in_accumulator(f: &mut Func, ops: &mut Vec<Op>, slot: i64) {
+    let mut out = Vec::with_capacity(ops.len());
+    for mut op in std::mem::take(ops) {
+        if op.opcode == Opcode::For
+            && let Some((pre, post)) = reduction(f, &mut op, slot)
+        {
+            out.extend(pre);
+            out.push(op);
+            out.extend(post);
+            continue;
+        }
+        for r in &mut op.regions {
+            reduce_in_accumulator(f, r, slot);
+        }
+        out.push(op);
+    }
+    *ops = out;
+}
+
+/// Rewrites core loop `l` if it holds one such reduction; returns the ops to put before and
+/// after it.
+fn reduction(f: &mut Func, l: &mut Op, slot: i64) -> Option<(Vec<Op>, Vec<Op>)> {
+    let [Arg::Int(lo), Arg::Int(hi), Arg::Int(step)] = l.args.as_slice() else { return None };
+    let step = *step;
+    if hi - lo <= step {
+        // One chunk: nothing to save.
+        return None;
+    }
+    let body = l.regions.first()?;
+    if body.iter().any(|o| !o.regions.is_empty()) {
+        return None;
+    }
+    let defined: std::collections::HashSet<Value> = body.iter().flat_map(|o| o.results.clone()).collect();
+    let uses = |v: Value| body.iter().flat_map(|o| o.value_args()).filter(|&u| u == v).count();
+    // The reduction's four ops, by position.
+    let (mut load, mut sum, mut add, mut store) = (None, None, None, None);
+    for (n, o) in body.iter().enumerate() {
+        if o.opcode != Opcode::VRedSum || o.args.get(1) != Some(&Arg::Int(step)) || uses(o.result()) != 1 {
+            continue;
+        }
+        let h = o.result();
+        let Some(a) = body.iter().position(|x| {
+            x.opcode == Opcode::Float(crate::ir::opcode::FloatOp::Add) && x.value_args().any(|v| v == h)
+        }) else {
+            continue;
+        };
+        let acc = body[a].value_args().find(|&v| v != h)?;
+        let ld = body.iter().position(|x| x.opcode == Opcode::Load && x.results.first() == Some(&acc))?;
+        let st = body.iter().position(|x| {
+            x.opcode == Opcode::Store && x.args.last() == Some(&Arg::Value(body[a].result()))
+        })?;
+        let (m, index) = (body[ld].args[0], &body[ld].args[1..]);
+        let st_index = &body[st].args[1..body[st].args.len() - 1];
+        let invariant = index.iter().all(|x| x.value().is_none_or(|v| !defined.contains(&v)));
+        // The memory is read and written only here in the loop, at the same place.
+        let others = body.iter().enumerate().any(|(i, x)| i != ld && i != st && x.args.first() == Some(&m));
+        if st_index != index || !invariant || others || uses(acc) != 1 || uses(body[a].result()) != 1 {
+            return None;
+        }
+        (load, sum, add, store) = (Some(ld), Some(n), Some(a), Some(st));
+        break;
+    }
+    let (ld, n, a, st) = (load?, sum?, add?, store?);
+    let body = &mut l.regions[0];
+    let chunk = body[n].args[0];
+    let scalar_load = body[ld].clone();
+    let scalar_add = body[a].clone();
+    let scalar_store = body[st].clone();
+    let (got, next) = (f.value("part"), f.value("part"));
+    let replacement = [
+        Op::new(Opcode::VGetAcc, vec![got], vec![Arg::Int(slot)]),
+        Op::new(Opcode::VFloat(crate::ir::opcode::FloatOp::Add), vec![next], vec![Arg::Value(got), chunk]),
+        Op::new(Opcode::VSetAcc, vec![], vec![Arg::Int(slot), Arg::Value(next)]),
+    ];
+    let mut kept: Vec<Op> = Vec::with_capacity(body.len());
+    for (i, o) in std::mem::take(body).into_iter().enumerate() {
+        if i == st {
+            kept.extend(replacement.iter().cloned());
+        } else if i != ld && i != n && i != a {
+            kept.push(o);
+        }
+    }
+    *body = kept;
+    let zero = f.value("zero");
+    let pre = vec![
+        Op::new(Opcode::VBcast, vec![zero], vec![Arg::Float(0.0)]),
+        Op::new(Opcode::VSetAcc, vec![], vec![Arg::Int(slot), Arg::Value(zero)]),
+    ];
+    let (total, h) = (f.value("part"), f.value("h"));
+    let mut post = vec![
+        Op::new(Opcode::VGetAcc, vec![total], vec![Arg::Int(slot)]),
+        Op::new(Opcode::VRedSum, vec![h], vec![Arg::Value(total), Arg::Int(step)]),
+        scalar_load,
+    ];
+    let acc = post[2].result();
+    post.push(Op::new(scalar_add.opcode, scalar_add.results.clone(), vec![Arg::Value(acc), Arg::Value(h)]));
+    post.push(scalar_store);
+    Some((pre, post))
 }
 
 fn visit(f: &mut Func, ops: &mut [Op]) {
