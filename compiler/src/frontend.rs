@@ -44,6 +44,12 @@ pub const TT_ROWS: &str = "tt_rows";
 /// TT-EmbeddingBag: the core's scratch rows (a lookup's slices, then the partial contraction).
 pub const TT_SCRATCH: &str = "tt_scratch";
 
+/// The element type of `spec`'s table memories: f32, or f16/bf16, whose loads convert to f32
+/// (a validated spec has no other).
+fn table_elem(spec: &WorkloadSpec) -> Elem {
+    Elem::of_table(spec.dtype).unwrap_or(Elem::F32)
+}
+
 /// The loop-level function of `spec` (a resolved spec) over bags `0..bags`, for an instance
 /// with `lookups` lookups in all.
 pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
@@ -53,7 +59,7 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let offsets = f.mem(OFFSETS, Elem::U32, vec![bags + 1], true);
     let indices = f.mem(INDICES, Elem::U32, vec![lookups.max(1)], true);
     let weights = spec.weights.then(|| f.mem(WEIGHTS, Elem::F32, vec![lookups.max(1)], true));
-    let tables = f.mem(TABLES, Elem::F32, vec![spec.tables as u64 * spec.rows, spec.dim as u64], true);
+    let tables = f.mem(TABLES, table_elem(spec), vec![spec.tables as u64 * spec.rows, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![bags, spec.dim as u64], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
@@ -246,7 +252,7 @@ pub fn lower_scatter(spec: &WorkloadSpec, edges: u64) -> Func {
     let dim = spec.dim as i64;
     let src = f.mem(SRC, Elem::U32, vec![edges.max(1)], true);
     let dst = f.mem(DST, Elem::U32, vec![edges.max(1)], true);
-    let tables = f.mem(TABLES, Elem::F32, vec![spec.rows, spec.dim as u64], true);
+    let tables = f.mem(TABLES, table_elem(spec), vec![spec.rows, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![spec.bags(), spec.dim as u64], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
@@ -275,8 +281,8 @@ pub fn lower_kg(spec: &WorkloadSpec, model: KgModel, candidates: u64) -> Func {
     let heads = f.mem(HEADS, Elem::U32, vec![spec.batch.max(1) as u64], true);
     let rels = f.mem(RELS, Elem::U32, vec![spec.batch.max(1) as u64], true);
     let cands = f.mem(INDICES, Elem::U32, vec![candidates.max(1)], true);
-    let ent = f.mem(TABLES, Elem::F32, vec![spec.rows, spec.dim as u64], true);
-    let rel = f.mem(RELATION_TABLE, Elem::F32, vec![spec.relations, spec.dim as u64], true);
+    let ent = f.mem(TABLES, table_elem(spec), vec![spec.rows, spec.dim as u64], true);
+    let rel = f.mem(RELATION_TABLE, table_elem(spec), vec![spec.relations, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![candidates.max(1)], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);

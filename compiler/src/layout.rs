@@ -8,8 +8,11 @@ use crate::workload::WorkloadSpec;
 pub enum Contents {
     /// 32-bit words (offsets, indices).
     Words(Vec<u32>),
-    /// A procedural f32 table (values from `sim_core::procedural::table_value`).
+    /// A procedural table (values from `sim_core::procedural::table_value`), stored in
+    /// `format` (f32, f16, bf16: the same values; int8 rows: see `sim_core::procedural`).
     Table {
+        /// How its rows are stored.
+        format: sim_core::procedural::TableFormat,
         /// Seed of its values.
         seed: u64,
         /// Table number.
@@ -161,7 +164,12 @@ impl Layout {
                 name: "relation_table".into(),
                 base: l.relation_table,
                 size: spec.relations * spec.row_bytes(),
-                contents: Contents::Table { seed: inst.table_seed, table: 1, dim: spec.dim },
+                contents: Contents::Table {
+                    format: spec.dtype.format(),
+                    seed: inst.table_seed,
+                    table: 1,
+                    dim: spec.dim,
+                },
             });
         }
         for t in 0..spec.tables {
@@ -169,7 +177,12 @@ impl Layout {
                 name: format!("table{t}"),
                 base: self.tables + t as u64 * table_bytes,
                 size: table_bytes,
-                contents: Contents::Table { seed: inst.table_seed, table: t, dim: spec.stored_dim() },
+                contents: Contents::Table {
+                    format: spec.dtype.format(),
+                    seed: inst.table_seed,
+                    table: t,
+                    dim: spec.stored_dim(),
+                },
             });
         }
         if let (Some(l), Some(shape)) = (self.tt, &spec.tt) {
