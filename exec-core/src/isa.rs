@@ -835,6 +835,22 @@ pub fn verify(program: &CoreProgram) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// The mnemonic suffix of a widening load's element format (`f16`, `bf16`, `i8`; `f32` has
+/// none).
+pub fn format_suffix(fmt: TableFormat) -> &'static str {
+    match fmt {
+        TableFormat::F32 => "f32",
+        TableFormat::F16 => "f16",
+        TableFormat::Bf16 => "bf16",
+        TableFormat::Int8 => "i8",
+    }
+}
+
+/// The narrow format whose suffix is `name`.
+pub fn format_from_suffix(name: &str) -> Option<TableFormat> {
+    [TableFormat::F16, TableFormat::Bf16, TableFormat::Int8].into_iter().find(|f| format_suffix(*f) == name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -907,20 +923,4 @@ mod tests {
         assert_eq!(p.insts[0], Inst::Jump { target: Label(1) });
         assert_eq!(p.insts[1], Inst::Switch { ra: Reg(1), targets: vec![Label(0), Label(1)] });
     }
-}
-
-/// The mnemonic suffix of a widening load's element format (`f16`, `bf16`, `i8`; `f32` has
-/// none).
-pub fn format_suffix(fmt: TableFormat) -> &'static str {
-    match fmt {
-        TableFormat::F32 => "f32",
-        TableFormat::F16 => "f16",
-        TableFormat::Bf16 => "bf16",
-        TableFormat::Int8 => "i8",
-    }
-}
-
-/// The narrow format whose suffix is `name`.
-pub fn format_from_suffix(name: &str) -> Option<TableFormat> {
-    [TableFormat::F16, TableFormat::Bf16, TableFormat::Int8].into_iter().find(|f| format_suffix(*f) == name)
 }
