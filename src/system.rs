@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use mem_model::cache::{Cache, CacheConfig, CacheLinks, Crossbar, CrossbarConfig, CrossbarLinks};
 use mem_model::dram::{Dram, DramSpec};
 use mem_model::{Backing, MemRequest, MemResponse, MemoryImage, Region, SimpleMemory, SimpleMemoryConfig};
+use sim_core::procedural::TableFormat;
 use sim_core::{Carries, Component, ComponentId, Ctx, Engine, LinkId, LinkSpec, SeedTree, Stats, Tick, Wake};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -303,8 +304,11 @@ pub fn memory_image(w: &CompiledWorkload) -> Result<MemoryImage, SystemError> {
     for r in &w.regions {
         let backing = match &r.contents {
             Contents::Words(v) => Backing::Words(v.clone()),
-            Contents::Table { seed, table, dim } => {
+            Contents::Table { format: TableFormat::F32, seed, table, dim } => {
                 Backing::Procedural { seed: *seed, table: *table, dim: *dim }
+            }
+            Contents::Table { format, seed, table, dim } => {
+                Backing::Encoded { seed: *seed, table: *table, dim: *dim, format: *format }
             }
             Contents::Output => Backing::Zero,
         };

@@ -237,6 +237,8 @@ struct Shape {
     op: Op,
     pooling: Pooling,
     weighted: bool,
+    /// The tables' element type (f32, f16 or bf16: the same values, converted on load).
+    dtype: compiler::Dtype,
     tables: u32,
     rows: u64,
     dim: u32,
@@ -265,7 +267,7 @@ impl Shape {
             tables: self.tables,
             rows: self.rows,
             dim: self.dim,
-            dtype: compiler::Dtype::F32,
+            dtype: self.dtype,
             batch: self.batch,
             // Nominal: the instance's bags have their own sizes.
             bag_size: self.bags.iter().map(Vec::len).max().unwrap_or(0) as u32,
@@ -306,11 +308,12 @@ impl Shape {
         let bags: Vec<&[u32]> =
             inst.offsets.windows(2).map(|w| &inst.indices[w[0] as usize..w[1] as usize]).collect();
         format!(
-            "{:?} {:?}{}{} tables {} rows {} dim {} batch {} bags {bags:?} seed {}",
+            "{:?} {:?}{}{} {:?} tables {} rows {} dim {} batch {} bags {bags:?} seed {}",
             self.op,
             self.pooling,
             if self.weighted { " weighted" } else { "" },
             self.padding.map_or(String::new(), |p| format!(" padding {p}")),
+            self.dtype,
             self.tables,
             self.rows,
             self.dim,
@@ -375,25 +378,28 @@ fn shape() -> impl Strategy<Value = Shape> {
     // One in four shapes is a GNN aggregation: one table of 2^3..2^8 vertex rows.
     let op = prop_oneof![3 => Just(Op::EmbeddingBag), 1 => Just(Op::GnnAggregate)];
     let padding = prop::option::weighted(0.3, 0u32..3);
-    (op, pooled(), 1u32..=3, 1u64..=300, 3u32..=8, dim, 0u32..=6, any::<u64>(), padding).prop_flat_map(
-        |(op, (pooling, weighted), tables, rows, scale, dim, batch, table_seed, padding)| {
-            let (tables, rows) = if op == Op::GnnAggregate { (1, 1 << scale) } else { (tables, rows) };
-            let padding = padding.filter(|_| op == Op::EmbeddingBag).map(|p| p % rows.min(3) as u32);
-            let bags = (tables * batch) as usize;
-            prop::collection::vec(bag(), bags).prop_map(move |bags| Shape {
-                op,
-                pooling,
-                weighted,
-                tables,
-                rows,
-                dim,
-                batch,
-                bags,
-                table_seed,
-                padding,
-            })
-        },
-    )
+    let dtype = prop::sample::select(vec![compiler::Dtype::F32, compiler::Dtype::F16, compiler::Dtype::Bf16]);
+    (op, pooled(), 1u32..=3, 1u64..=300, 3u32..=8, dim, 0u32..=6, (any::<u64>(), dtype), padding)
+        .prop_flat_map(
+            |(op, (pooling, weighted), tables, rows, scale, dim, batch, (table_seed, dtype), padding)| {
+                let (tables, rows) = if op == Op::GnnAggregate { (1, 1 << scale) } else { (tables, rows) };
+                let padding = padding.filter(|_| op == Op::EmbeddingBag).map(|p| p % rows.min(3) as u32);
+                let bags = (tables * batch) as usize;
+                prop::collection::vec(bag(), bags).prop_map(move |bags| Shape {
+                    op,
+                    pooling,
+                    weighted,
+                    dtype,
+                    tables,
+                    rows,
+                    dim,
+                    batch,
+                    bags,
+                    table_seed,
+                    padding,
+                })
+            },
+        )
 }
 
 fn machine() -> impl Strategy<Value = Machine> {
@@ -476,6 +482,7 @@ fn corner(pooling: Pooling, weighted: bool, tables: u32, rows: u64, dim: u32, ba
         op: Op::EmbeddingBag,
         pooling,
         weighted,
+        dtype: compiler::Dtype::F32,
         tables,
         rows,
         dim,
@@ -483,6 +490,31 @@ fn corner(pooling: Pooling, weighted: bool, tables: u32, rows: u64, dim: u32, ba
         bags,
         table_seed: 0x5eed,
         padding: None,
+    }
+}
+
+/// f16 and bf16 tables (2-byte rows, odd dims that leave rows 2-byte aligned only, tails),
+/// weighted and by every pooling, on every level and target.
+#[test]
+fn narrow_tables_match_the_reference_everywhere() {
+    for dtype in [compiler::Dtype::F16, compiler::Dtype::Bf16] {
+        for (pooling, weighted, dim) in [
+            (Pooling::Sum, true, 17),
+            (Pooling::Mean, false, 20),
+            (Pooling::Max, false, 3),
+            (Pooling::Sum, false, 64),
+        ] {
+            let mut s = corner(
+                pooling,
+                weighted,
+                2,
+                40,
+                dim,
+                &[&[1, 39, 1], &[], &[0, 5], &[7, 7, 7, 2, 3, 4, 5, 6]],
+            );
+            s.dtype = dtype;
+            check_everywhere(&s);
+        }
     }
 }
 
@@ -736,6 +768,12 @@ fn padding_lookups_are_left_out_of_their_bags() {
             };
             assert_eq!(reference[17 + k as usize].to_bits(), want.to_bits(), "{pooling:?} column {k}");
         }
+        check_everywhere(&shape);
+    }
+    // 2-byte rows whose tables end off a 4-byte boundary (5 x 17 x 2 bytes): the padding rows
+    // start a row later.
+    for (dtype, pooling) in [(compiler::Dtype::F16, Pooling::Max), (compiler::Dtype::Bf16, Pooling::Mean)] {
+        let shape = Shape { padding: Some(4), dtype, ..corner(pooling, false, 1, 5, 17, bags) };
         check_everywhere(&shape);
     }
 }

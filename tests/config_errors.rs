@@ -122,7 +122,17 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
                 batch = 2\nbag_size = 4\n[indices]\ndistribution = \"uniform\"\n";
     for (n, (edit, want)) in [
         (("op = \"embedding_bag\"", "op = \"spmv\""), "unknown variant `spmv`"),
-        (("dtype = \"f32\"", "dtype = \"f16\""), "dtype: F16 tables are not supported yet"),
+        (
+            ("dtype = \"f32\"", "dtype = \"int8\""),
+            "dtype: int8 rows (scale and bias) are in the memory image",
+        ),
+        (
+            (
+                "\"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"",
+                "\"tt_embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"bf16\"",
+            ),
+            "dtype: Bf16 cores: a TT-EmbeddingBag's cores are f32",
+        ),
         (
             ("batch = 2", "batch = 2\npooling = \"max\"\nweights = true"),
             "weights: per-lookup weights need pooling",

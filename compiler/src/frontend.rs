@@ -47,6 +47,12 @@ pub const TT_SCRATCH: &str = "tt_scratch";
 /// padding, in the core's scratch.
 pub const BAG_COUNT: &str = "bag_count";
 
+/// The element type of `spec`'s table memories: f32, or f16/bf16, whose loads convert to f32
+/// (a validated spec has no other).
+fn table_elem(spec: &WorkloadSpec) -> Elem {
+    Elem::of_table(spec.dtype).unwrap_or(Elem::F32)
+}
+
 /// The loop-level function of `spec` (a resolved spec) over bags `0..bags`, for an instance
 /// with `lookups` lookups in all.
 pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
@@ -57,9 +63,11 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let indices = f.mem(INDICES, Elem::U32, vec![lookups.max(1)], true);
     let weights = spec.weights.then(|| f.mem(WEIGHTS, Elem::F32, vec![lookups.max(1)], true));
     // With a padding index, each table's padding row follows the tables (`Layout::padding`).
-    let padding_rows = if spec.padding_idx.is_some() { spec.tables as u64 } else { 0 };
-    let table_rows = spec.tables as u64 * spec.rows + padding_rows;
-    let tables = f.mem(TABLES, Elem::F32, vec![table_rows, spec.dim as u64], true);
+    let table_rows = match spec.padding_idx {
+        Some(_) => crate::layout::first_padding_row(spec) + spec.tables as u64,
+        None => spec.tables as u64 * spec.rows,
+    };
+    let tables = f.mem(TABLES, table_elem(spec), vec![table_rows, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![bags, spec.dim as u64], false);
     // With a padding index, mean and max count the bag's other lookups in the core's scratch.
     let count = (spec.padding_idx.is_some() && spec.pooling != Pooling::Sum)
@@ -89,13 +97,14 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
         b.op(Opcode::Store, "", vec![m(c), i(0), Arg::Float(0.0)]);
     }
     // The bag's table's padding row (see below).
-    let pad_row = spec.padding_idx.map(|_| match (spec.tables, base) {
-        (t, Some(base)) => {
-            // Table `base / rows`'s padding row, `tables * rows + base / rows`.
+    let first_pad = crate::layout::first_padding_row(spec) as i64;
+    let pad_row = spec.padding_idx.map(|_| match base {
+        Some(base) => {
+            // Table `base / rows`'s padding row.
             let table = b.val(Opcode::Int(IntOp::Div), "tp", vec![v(base), i(spec.rows as i64)]);
-            v(b.val(Opcode::Int(IntOp::Add), "pad", vec![v(table), i(i64::from(t) * spec.rows as i64)]))
+            v(b.val(Opcode::Int(IntOp::Add), "pad", vec![v(table), i(first_pad)]))
         }
-        (_, None) => i(spec.rows as i64),
+        None => i(first_pad),
     });
     let j = b.open(Opcode::For, "j", vec![v(lo), v(hi)]).expect("iv");
     let index = b.val(Opcode::Load, "i", vec![m(indices), v(j)]);
@@ -317,7 +326,7 @@ pub fn lower_scatter(spec: &WorkloadSpec, edges: u64) -> Func {
     let dim = spec.dim as i64;
     let src = f.mem(SRC, Elem::U32, vec![edges.max(1)], true);
     let dst = f.mem(DST, Elem::U32, vec![edges.max(1)], true);
-    let tables = f.mem(TABLES, Elem::F32, vec![spec.rows, spec.dim as u64], true);
+    let tables = f.mem(TABLES, table_elem(spec), vec![spec.rows, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![spec.bags(), spec.dim as u64], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
@@ -346,8 +355,8 @@ pub fn lower_kg(spec: &WorkloadSpec, model: KgModel, candidates: u64) -> Func {
     let heads = f.mem(HEADS, Elem::U32, vec![spec.batch.max(1) as u64], true);
     let rels = f.mem(RELS, Elem::U32, vec![spec.batch.max(1) as u64], true);
     let cands = f.mem(INDICES, Elem::U32, vec![candidates.max(1)], true);
-    let ent = f.mem(TABLES, Elem::F32, vec![spec.rows, spec.dim as u64], true);
-    let rel = f.mem(RELATION_TABLE, Elem::F32, vec![spec.relations, spec.dim as u64], true);
+    let ent = f.mem(TABLES, table_elem(spec), vec![spec.rows, spec.dim as u64], true);
+    let rel = f.mem(RELATION_TABLE, table_elem(spec), vec![spec.relations, spec.dim as u64], true);
     let out = f.mem(OUT, Elem::F32, vec![candidates.max(1)], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);

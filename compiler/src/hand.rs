@@ -273,6 +273,15 @@ impl Values<'_> {
     /// one): `None` if no placeholder has that name, `Some(Err(why))` if it has no value here.
     fn get(&self, name: &str, block: Option<(Block, u64)>) -> Option<Result<String, String>> {
         let row_bytes = self.spec.row_bytes();
+        // The templates load rows with `vld` (f32 lanes): other dtypes need the compiler.
+        if self.spec.dtype != crate::workload::Dtype::F32
+            && matches!(name, "row_bytes" | "chunk_offset" | "imag_offset" | "tables")
+        {
+            return Some(Err(format!(
+                "the hand-written templates read f32 rows; dtype = {:?} needs the compiled programs",
+                self.spec.dtype
+            )));
+        }
         let hex = |a: u64| Ok(format!("{a:#x}"));
         let dec = |n: u64| Ok(n.to_string());
         let lanes = u64::from(self.lanes);

@@ -8,8 +8,11 @@ use crate::workload::WorkloadSpec;
 pub enum Contents {
     /// 32-bit words (offsets, indices).
     Words(Vec<u32>),
-    /// A procedural f32 table (values from `sim_core::procedural::table_value`).
+    /// A procedural table (values from `sim_core::procedural::table_value`), stored in
+    /// `format` (f32, f16, bf16: the same values; int8 rows: see `sim_core::procedural`).
     Table {
+        /// How its rows are stored.
+        format: sim_core::procedural::TableFormat,
         /// Seed of its values.
         seed: u64,
         /// Table number.
@@ -109,9 +112,23 @@ fn words(name: &str, base: u64, mut w: Vec<u32>) -> DataRegion {
 /// Bytes after the last table a chunked read may touch (the widest vector, 64 lanes of f32).
 const TAIL_SLACK: u64 = 256;
 
-/// Bytes of the padding rows after the tables: one row per table with a padding index.
+/// The first padding row (table 0's; table `t`'s is `t` rows later) in the stacked tables'
+/// row numbering: right after the last table, or one row later if that would not start on a
+/// 4-byte boundary (2-byte rows of an odd `dim`).
+pub fn first_padding_row(spec: &WorkloadSpec) -> u64 {
+    let after = spec.tables as u64 * spec.rows;
+    if (after * spec.row_bytes()).is_multiple_of(4) { after } else { after + 1 }
+}
+
+/// Bytes from the end of the tables to the end of the padding rows (none without a padding
+/// index).
 fn padding_bytes(spec: &WorkloadSpec) -> u64 {
-    if spec.padding_idx.is_some() { spec.tables as u64 * spec.row_bytes() } else { 0 }
+    match spec.padding_idx {
+        Some(_) => {
+            (first_padding_row(spec) - spec.tables as u64 * spec.rows + spec.tables as u64) * spec.row_bytes()
+        }
+        None => 0,
+    }
 }
 
 fn align(x: u64, to: u64) -> u64 {
@@ -184,26 +201,44 @@ impl Layout {
                 name: "relation_table".into(),
                 base: l.relation_table,
                 size: spec.relations * spec.row_bytes(),
-                contents: Contents::Table { seed: inst.table_seed, table: 1, dim: spec.dim },
+                contents: Contents::Table {
+                    format: spec.dtype.format(),
+                    seed: inst.table_seed,
+                    table: 1,
+                    dim: spec.dim,
+                },
             });
         }
         if spec.padding_idx.is_some() {
             // Each table's padding row, after the last table: what a padding lookup reads
             // instead (see `crate::frontend::lower`).
-            let fill = if spec.pooling == crate::workload::Pooling::Max { f32::MIN } else { 0.0 };
-            let n = (spec.tables * spec.dim) as usize;
-            r.push(words(
-                "padding_rows",
-                self.tables + spec.tables as u64 * table_bytes,
-                vec![fill.to_bits(); n],
-            ));
+            // Zeros, or for max a value below every row's: f32::MIN, or -inf in a 2-byte type
+            // (the bag's maximum starts at f32::MIN, so it never becomes -inf).
+            use crate::workload::{Dtype, Pooling};
+            use sim_core::procedural::{f32_to_bf16, f32_to_f16};
+            let max = spec.pooling == Pooling::Max;
+            let element: Vec<u8> = match spec.dtype {
+                Dtype::F16 => f32_to_f16(if max { f32::NEG_INFINITY } else { 0.0 }).to_le_bytes().to_vec(),
+                Dtype::Bf16 => f32_to_bf16(if max { f32::NEG_INFINITY } else { 0.0 }).to_le_bytes().to_vec(),
+                _ => (if max { f32::MIN } else { 0.0 }).to_le_bytes().to_vec(),
+            };
+            let mut bytes = element.repeat((spec.tables * spec.dim) as usize);
+            bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+            let w = bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let base = self.tables + first_padding_row(spec) * spec.row_bytes();
+            r.push(words("padding_rows", base, w));
         }
         for t in 0..spec.tables {
             r.push(DataRegion {
                 name: format!("table{t}"),
                 base: self.tables + t as u64 * table_bytes,
                 size: table_bytes,
-                contents: Contents::Table { seed: inst.table_seed, table: t, dim: spec.stored_dim() },
+                contents: Contents::Table {
+                    format: spec.dtype.format(),
+                    seed: inst.table_seed,
+                    table: t,
+                    dim: spec.stored_dim(),
+                },
             });
         }
         if let (Some(l), Some(shape)) = (self.tt, &spec.tt) {

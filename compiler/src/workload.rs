@@ -197,7 +197,8 @@ pub enum KgModel {
     ComplEx,
 }
 
-/// Element type of the tables.
+/// Element type of the tables: values are converted to f32 on load, and pooling, weights and
+/// outputs are f32 (as FBGEMM's table-batched embeddings with fp16 weights and fp32 output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dtype {
@@ -209,6 +210,19 @@ pub enum Dtype {
     Bf16,
     /// 8-bit integer rows with scale and bias.
     Int8,
+}
+
+impl Dtype {
+    /// How rows of this type are stored (the memory image's and the core's format).
+    pub fn format(self) -> sim_core::procedural::TableFormat {
+        use sim_core::procedural::TableFormat;
+        match self {
+            Dtype::F32 => TableFormat::F32,
+            Dtype::F16 => TableFormat::F16,
+            Dtype::Bf16 => TableFormat::Bf16,
+            Dtype::Int8 => TableFormat::Int8,
+        }
+    }
 }
 
 /// Distribution of lookup indices.
@@ -471,8 +485,25 @@ impl WorkloadSpec {
                 format!("per-lookup weights need pooling = \"sum\" (as in PyTorch), not {:?}", self.pooling),
             ));
         }
-        if self.dtype != Dtype::F32 {
-            return Err(bad("dtype", format!("{:?} tables are not supported yet; use \"f32\"", self.dtype)));
+        match (self.dtype, self.op) {
+            (Dtype::F32, _) => {}
+            (_, Op::TtEmbeddingBag) => {
+                return Err(bad(
+                    "dtype",
+                    format!(
+                        "{:?} cores: a TT-EmbeddingBag's cores are f32 (use dtype = \"f32\")",
+                        self.dtype
+                    ),
+                ));
+            }
+            (Dtype::Int8, _) => {
+                return Err(bad(
+                    "dtype",
+                    "int8 rows (scale and bias) are in the memory image and the reference, but the compiler \
+                     does not load them yet; use \"f32\", \"f16\" or \"bf16\"",
+                ));
+            }
+            (Dtype::F16 | Dtype::Bf16, _) => {}
         }
         if self.tables == 0 {
             return Err(bad("tables", "must be at least 1"));
@@ -536,9 +567,9 @@ impl WorkloadSpec {
         Ok(())
     }
 
-    /// Bytes of one table row.
+    /// Bytes of one table row in the table's [`Dtype`] (an int8 row's scale and bias included).
     pub fn row_bytes(&self) -> u64 {
-        self.dim as u64 * 4
+        self.dtype.format().row_bytes(self.dim)
     }
 
     /// Rows of one table as stored: `rows`, or a TT table's core rows.
@@ -553,7 +584,7 @@ impl WorkloadSpec {
 
     /// Bytes of one stored row.
     pub fn stored_row_bytes(&self) -> u64 {
-        u64::from(self.stored_dim()) * 4
+        self.dtype.format().row_bytes(self.stored_dim())
     }
 
     /// Bytes of scratch memory each core's compute needs (`crate::layout::Scratch`): a TT

@@ -203,6 +203,17 @@ fn golden_sparse_attention() {
     ));
 }
 
+/// f16 tables: the same loop nest, with widening loads (`vld.f16`, `vldq.f16`) and 2-byte
+/// element streams.
+#[test]
+fn golden_embedding_bag_f16() {
+    check(workload(
+        "name = \"emb-f16\"\nop = \"embedding_bag\"\npooling = \"sum\"\nweights = true\n\
+         tables = 2\nrows = 1000\ndim = 32\ndtype = \"f16\"\nbatch = 4\nbag_size = 3\n\
+         [indices]\ndistribution = \"uniform\"\n",
+    ));
+}
+
 #[test]
 fn golden_gnn_message_passing() {
     check(workload(

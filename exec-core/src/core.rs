@@ -38,7 +38,8 @@
 //!   retirement unblocks it; responses, queue arrivals and freed link slots wake it otherwise.
 
 use crate::isa::{
-    AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, NUM_REGS, NUM_VARS, NUM_VREGS, VIntOp, Width,
+    AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, NUM_REGS, NUM_VARS, NUM_VREGS, TableFormat, VIntOp,
+    Width,
 };
 use crate::queue::{MAX_OPERANDS, QueueEntry};
 use crate::text::format_inst;
@@ -395,9 +396,9 @@ enum Op {
     Switch { ra: u8, first: u32, len: u32 },
     Load { width: Width, rd: u8, base: u8, offset: i64, lookup: bool },
     Store { width: Width, rs: u8, base: u8, offset: i64 },
-    VLoad { vd: u8, base: u8, offset: i64, count: Count, lookup: bool },
+    VLoad { fmt: TableFormat, vd: u8, base: u8, offset: i64, count: Count, lookup: bool },
     VGather { vd: u8, base: u8, offset: i64, index: GatherIndex, scale: u32, count: u32, lookup: bool },
-    VLoadQueue { vd: u8, base: u8, offset: i64, count: u32 },
+    VLoadQueue { fmt: TableFormat, vd: u8, base: u8, offset: i64, count: u32 },
     VZero { vd: u8 },
     VBin { op: VOp, vd: u8, va: u8, vb: u8 },
     VInt { op: VIntOp, vd: u8, va: u8, vb: u8 },
@@ -1069,6 +1070,35 @@ impl<M> Core<M> {
             .ok_or(FaultKind::BadAddress { base: b, offset })
     }
 
+    /// Loads `count` elements of `fmt` from `addr` into `vd` as f32 lanes, zeroing the others:
+    /// [`Self::load_vector`] for f32; a narrow format is read from the image (tables only, not
+    /// the output buffer) and widened.
+    fn load_any(&mut self, fmt: TableFormat, vd: u8, addr: u64, count: u32) -> Result<(), FaultKind> {
+        if fmt == TableFormat::F32 {
+            return self.load_vector(vd, addr, count);
+        }
+        let start = vd as usize * self.lanes;
+        let n = (count as usize).min(self.lanes);
+        let eb = fmt.elem_bytes() as usize;
+        let mut bytes = [0u8; 2 * crate::isa::MAX_LANES as usize];
+        if n > 0 {
+            if self.writable(addr).is_some() {
+                return Err(FaultKind::Memory(MemError::Misaligned { addr, align: 4 }));
+            }
+            self.image.read_bytes(addr, &mut bytes[..n * eb]).map_err(FaultKind::Memory)?;
+        }
+        for i in 0..self.lanes {
+            self.vregs[start + i] = if i < n {
+                let mut w = [0u8; 4];
+                w[..eb].copy_from_slice(&bytes[i * eb..(i + 1) * eb]);
+                fmt.widen(u32::from_le_bytes(w))
+            } else {
+                0.0
+            };
+        }
+        Ok(())
+    }
+
     /// Loads `count` words from `addr` into `vd`, zeroing the other lanes.
     fn load_vector(&mut self, vd: u8, addr: u64, count: u32) -> Result<(), FaultKind> {
         let start = vd as usize * self.lanes;
@@ -1230,13 +1260,45 @@ fn decode(program: &CoreProgram, cfg: &CoreConfig) -> (Vec<Decoded>, Vec<u8>, Ve
                     srcs.push(base.0);
                     dest = v(vd);
                     (class, mem) = (Class::Load, MemKind::Load);
-                    Op::VLoad { vd: vd.0, base: base.0, offset, count: Count::Imm(count), lookup }
+                    Op::VLoad {
+                        fmt: TableFormat::F32,
+                        vd: vd.0,
+                        base: base.0,
+                        offset,
+                        count: Count::Imm(count),
+                        lookup,
+                    }
+                }
+                Inst::VLoadWiden { fmt, vd, base, offset, count, lookup } => {
+                    srcs.push(base.0);
+                    dest = v(vd);
+                    (class, mem) = (Class::Load, MemKind::Load);
+                    Op::VLoad { fmt, vd: vd.0, base: base.0, offset, count: Count::Imm(count), lookup }
+                }
+                Inst::VLoadWidenN { fmt, vd, base, offset, count, lookup } => {
+                    srcs.extend([base.0, count.0]);
+                    dest = v(vd);
+                    (class, mem) = (Class::Load, MemKind::Load);
+                    Op::VLoad { fmt, vd: vd.0, base: base.0, offset, count: Count::Reg(count.0), lookup }
+                }
+                Inst::VLoadQueueWiden { fmt, vd, base, offset, count } => {
+                    srcs.push(base.0);
+                    dest = v(vd);
+                    (class, latency, mem) = (Class::Load, lat.queue_load, MemKind::QueueRead);
+                    Op::VLoadQueue { fmt, vd: vd.0, base: base.0, offset, count }
                 }
                 Inst::VLoadN { vd, base, offset, count, lookup } => {
                     srcs.extend([base.0, count.0]);
                     dest = v(vd);
                     (class, mem) = (Class::Load, MemKind::Load);
-                    Op::VLoad { vd: vd.0, base: base.0, offset, count: Count::Reg(count.0), lookup }
+                    Op::VLoad {
+                        fmt: TableFormat::F32,
+                        vd: vd.0,
+                        base: base.0,
+                        offset,
+                        count: Count::Reg(count.0),
+                        lookup,
+                    }
                 }
                 Inst::VGather { vd, base, offset, index, scale, count, lookup } => {
                     srcs.push(base.0);
@@ -1254,7 +1316,7 @@ fn decode(program: &CoreProgram, cfg: &CoreConfig) -> (Vec<Decoded>, Vec<u8>, Ve
                     srcs.push(base.0);
                     dest = v(vd);
                     (class, latency, mem) = (Class::Load, lat.queue_load, MemKind::QueueRead);
-                    Op::VLoadQueue { vd: vd.0, base: base.0, offset, count }
+                    Op::VLoadQueue { fmt: TableFormat::F32, vd: vd.0, base: base.0, offset, count }
                 }
                 Inst::VZero { vd } => {
                     dest = v(vd);
@@ -2077,12 +2139,12 @@ where
                 self.add_lines(x.access, addr, width.bytes());
                 self.count_load(lookup, ctx);
             }
-            Op::VLoad { vd, base, offset, count, lookup } => {
+            Op::VLoad { fmt, vd, base, offset, count, lookup } => {
                 let count = tryf!(self.count(count));
                 let addr = tryf!(self.address(base, offset));
-                tryf!(self.load_vector(vd, addr, count));
+                tryf!(self.load_any(fmt, vd, addr, count));
                 x.access = self.new_access(false, lookup);
-                self.add_lines(x.access, addr, 4 * u64::from(count));
+                self.add_lines(x.access, addr, fmt.elem_bytes() * u64::from(count));
                 self.count_load(lookup, ctx);
             }
             Op::VGather { vd, base, offset, index, scale, count, lookup } => {
@@ -2118,9 +2180,9 @@ where
                 x.slots = count;
                 self.count_load(lookup, ctx);
             }
-            Op::VLoadQueue { vd, base, offset, count } => {
+            Op::VLoadQueue { fmt, vd, base, offset, count } => {
                 let addr = tryf!(self.address(base, offset));
-                tryf!(self.load_vector(vd, addr, count));
+                tryf!(self.load_any(fmt, vd, addr, count));
                 self.counters.queue_loads += 1;
                 ctx.stats().inc(self.stats.queue_loads);
             }

@@ -15,6 +15,12 @@
 //! [`VIntOp`]s and the lane indices of a gather (read as unsigned). Vector loads move bits, so
 //! one `vld` loads rows of f32 or vectors of u32 indices alike.
 //!
+//! Widening loads (`vld.f16`, `vld.bf16`, `vld.i8` and their masked and queue-buffer forms
+//! `vldq.f16`, ...) read `count` 2-byte or 1-byte elements, at any alignment, and convert each
+//! to an f32 lane exactly (an int8 to its integer value; dequantizing is the program's `vmul`
+//! and `vadd`). The conversion happens in the load pipe, as Arm SVE's widening loads (`LD1H`
+//! into 32-bit lanes plus `FCVT`, fused): same latency and issue cost as `vld`, fewer bytes.
+//!
 //! Masks: the masked forms of `vld` and `vst` take their element count from a scalar register
 //! at run time (a prefix mask, the tail mask of a vectorized loop, which is the only mask shape
 //! Ember's vectorizer produces); lanes past the count are zero.
@@ -24,6 +30,7 @@
 //! would otherwise marshal through the queue: the core counts the events itself.
 
 use crate::CoreError;
+pub use sim_core::procedural::TableFormat;
 use std::fmt;
 
 /// Scalar registers per core.
@@ -417,6 +424,50 @@ pub enum Inst {
         /// Elements loaded, `1..=vector_lanes`.
         count: u32,
     },
+    /// A widening [`Inst::VLoad`] (`vld.f16`): `count` elements of `fmt` (not f32) from
+    /// `base + offset`, each converted to an f32 lane; the other lanes are zero.
+    VLoadWiden {
+        /// The stored element format.
+        fmt: TableFormat,
+        /// Destination.
+        vd: VReg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// Elements loaded, `1..=vector_lanes`.
+        count: u32,
+        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        lookup: bool,
+    },
+    /// Masked [`Inst::VLoadWiden`]: the element count from a register at run time.
+    VLoadWidenN {
+        /// The stored element format.
+        fmt: TableFormat,
+        /// Destination.
+        vd: VReg,
+        /// Address base.
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// The register holding the element count.
+        count: Reg,
+        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        lookup: bool,
+    },
+    /// A widening [`Inst::VLoadQueue`] (`vldq.f16`): from a row the access unit marshaled.
+    VLoadQueueWiden {
+        /// The stored element format.
+        fmt: TableFormat,
+        /// Destination.
+        vd: VReg,
+        /// Address base (a marshaled row's address).
+        base: Reg,
+        /// Byte offset.
+        offset: i64,
+        /// Elements loaded, `1..=vector_lanes`.
+        count: u32,
+    },
     /// `vd` = all zeros.
     VZero {
         /// Destination.
@@ -632,7 +683,11 @@ impl Inst {
             Inst::Jump { .. } | Inst::Halt => (vec![], vec![]),
             Inst::Switch { ra, .. } => (vec![*ra], vec![]),
             Inst::LoadU32 { rd, base, .. } => (vec![*rd, *base], vec![]),
-            Inst::VLoad { vd, base, .. } | Inst::VLoadQueue { vd, base, .. } => (vec![*base], vec![*vd]),
+            Inst::VLoad { vd, base, .. }
+            | Inst::VLoadQueue { vd, base, .. }
+            | Inst::VLoadWiden { vd, base, .. }
+            | Inst::VLoadQueueWiden { vd, base, .. } => (vec![*base], vec![*vd]),
+            Inst::VLoadWidenN { vd, base, count, .. } => (vec![*base, *count], vec![*vd]),
             Inst::VStore { vs, base, .. } => (vec![*base], vec![*vs]),
             Inst::VZero { vd } => (vec![], vec![*vd]),
             Inst::VAdd { vd, va, vb } | Inst::VMul { vd, va, vb } | Inst::VMax { vd, va, vb } => {
@@ -655,6 +710,8 @@ impl Inst {
         match *self {
             Inst::VLoad { count, .. }
             | Inst::VLoadQueue { count, .. }
+            | Inst::VLoadWiden { count, .. }
+            | Inst::VLoadQueueWiden { count, .. }
             | Inst::VStore { count, .. }
             | Inst::VGather { count, .. } => Some(count),
             _ => None,
@@ -776,6 +833,22 @@ pub fn verify(program: &CoreProgram) -> Result<(), CoreError> {
         }
     }
     Ok(())
+}
+
+/// The mnemonic suffix of a widening load's element format (`f16`, `bf16`, `i8`; `f32` has
+/// none).
+pub fn format_suffix(fmt: TableFormat) -> &'static str {
+    match fmt {
+        TableFormat::F32 => "f32",
+        TableFormat::F16 => "f16",
+        TableFormat::Bf16 => "bf16",
+        TableFormat::Int8 => "i8",
+    }
+}
+
+/// The narrow format whose suffix is `name`.
+pub fn format_from_suffix(name: &str) -> Option<TableFormat> {
+    [TableFormat::F16, TableFormat::Bf16, TableFormat::Int8].into_iter().find(|f| format_suffix(*f) == name)
 }
 
 #[cfg(test)]

@@ -171,6 +171,25 @@ pub fn format_inst(program: &CoreProgram, inst: &Inst) -> String {
             format!("vld {vd}, {}, {count}{}", mem(base, *offset), lookup(*l))
         }
         Inst::VLoadQueue { vd, base, offset, count } => format!("vldq {vd}, {}, {count}", mem(base, *offset)),
+        Inst::VLoadWiden { fmt, vd, base, offset, count, lookup: l } => {
+            format!(
+                "vld.{} {vd}, {}, {count}{}",
+                crate::isa::format_suffix(*fmt),
+                mem(base, *offset),
+                lookup(*l)
+            )
+        }
+        Inst::VLoadWidenN { fmt, vd, base, offset, count, lookup: l } => {
+            format!(
+                "vld.{} {vd}, {}, {count}{}",
+                crate::isa::format_suffix(*fmt),
+                mem(base, *offset),
+                lookup(*l)
+            )
+        }
+        Inst::VLoadQueueWiden { fmt, vd, base, offset, count } => {
+            format!("vldq.{} {vd}, {}, {count}", crate::isa::format_suffix(*fmt), mem(base, *offset))
+        }
         Inst::VZero { vd } => format!("vzero {vd}"),
         Inst::VAdd { vd, va, vb } => format!("vadd {vd}, {va}, {vb}"),
         Inst::VMul { vd, va, vb } => format!("vmul {vd}, {va}, {vb}"),
@@ -510,6 +529,28 @@ fn parse_inst(body: &str, lanes: u32, labels: &HashMap<&str, u32>) -> Result<Ins
                 Inst::VLoadN { vd: v, base, offset, count, lookup: c.lookup_flag() }
             } else {
                 Inst::VStoreN { vs: v, base, offset, count }
+            }
+        }
+        m if m.split_once('.').is_some_and(|(op, f)| {
+            matches!(op, "vld" | "vldq") && crate::isa::format_from_suffix(f).is_some()
+        }) =>
+        {
+            let (op, f) = m.split_once('.').unwrap_or_default();
+            let fmt = crate::isa::format_from_suffix(f).unwrap_or_default();
+            let vd = c.vreg()?;
+            c.comma()?;
+            let (base, offset) = c.mem()?;
+            c.comma()?;
+            if op == "vld" && c.at_reg() {
+                let count = c.reg()?;
+                Inst::VLoadWidenN { fmt, vd, base, offset, count, lookup: c.lookup_flag() }
+            } else {
+                let count = c.count(lanes)?;
+                if op == "vld" {
+                    Inst::VLoadWiden { fmt, vd, base, offset, count, lookup: c.lookup_flag() }
+                } else {
+                    Inst::VLoadQueueWiden { fmt, vd, base, offset, count }
+                }
             }
         }
         "vld" | "vldq" | "vst" => {

@@ -412,3 +412,64 @@ fn zero_count_masked_accesses_touch_no_line() {
     assert!(core.finish_tick().is_some());
     assert_eq!(core.counters().mem_requests, 0);
 }
+
+/// A widening load reads an encoded table's f16, bf16 or int8 row and gives the values the
+/// procedural table defines (int8: dequantized with the row's scale and bias, as a program
+/// does it, `vmul` then `vadd`).
+#[test]
+fn widening_loads_read_encoded_tables() {
+    use sim_core::procedural::{TableFormat, dequantize, keyed_q, keyed_scale_bias, row_params_key};
+    const D: u32 = 20;
+    for format in [TableFormat::F16, TableFormat::Bf16, TableFormat::Int8] {
+        let row_bytes = format.row_bytes(D);
+        let suffix = exec_core::isa::format_suffix(format);
+        let mut m = MemoryImage::new();
+        m.add(Region {
+            name: "table".into(),
+            base: TABLE,
+            size: ROWS * row_bytes,
+            backing: Backing::Encoded { seed: SEED, table: TABLE_ID, dim: D, format },
+        })
+        .unwrap();
+        m.add(Region { name: "out".into(), base: OUT, size: 3 * u64::from(D) * 4, backing: Backing::Zero })
+            .unwrap();
+        let rows = [0u64, 7, 999];
+        let mut text = String::from(".core lanes=16\n    li r13, 0x800000\n");
+        for (n, row) in rows.iter().enumerate() {
+            let at = TABLE + row * row_bytes;
+            text += &format!("    li r2, {at}\n    li r5, 4\n");
+            text += &format!("    vld.{suffix} v1, [r2 + 0], 16 !lookup\n");
+            text += &format!("    vld.{suffix} v2, [r2 + {}], r5\n", 16 * format.elem_bytes());
+            if format == TableFormat::Int8 {
+                // Scale and bias after the values (unaligned words).
+                text += &format!("    ld.u32 r6, [r2 + {D}]\n    ld.u32 r7, [r2 + {}]\n", D + 4);
+                text += "    vbcast v3, r6\n    vbcast v4, r7\n";
+                text +=
+                    "    vmul v1, v1, v3\n    vadd v1, v1, v4\n    vmul v2, v2, v3\n    vadd v2, v2, v4\n";
+            }
+            let out = n as u64 * u64::from(D) * 4;
+            text += &format!("    vst v1, [r13 + {out}], 16\n    vst v2, [r13 + {}], 4\n", out + 64);
+        }
+        text += "    halt\n";
+        let setup = Setup::new(m, OutputBuffer { base: OUT, elems: 3 * u64::from(D) });
+        let mut sys = System::build(setup, &text).expect("builds");
+        sys.run().expect("runs");
+        assert_eq!(sys.core().fault(), None, "{format:?}");
+        let got = sys.core().outputs().to_vec();
+        let mut want = Vec::new();
+        for &row in &rows {
+            for col in 0..D {
+                want.push(match format {
+                    TableFormat::Int8 => {
+                        let key = sim_core::procedural::column_key(SEED, TABLE_ID, col);
+                        let (s, b) = keyed_scale_bias(row_params_key(SEED, TABLE_ID), row);
+                        dequantize(keyed_q(key, row), s, b)
+                    }
+                    _ => table_value(SEED, TABLE_ID, row, col),
+                });
+            }
+        }
+        assert_eq!(got, want, "{format:?}");
+        assert!(want.iter().any(|&x| x != 0.0));
+    }
+}

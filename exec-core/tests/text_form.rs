@@ -340,3 +340,69 @@ proptest! {
         let _ = parse(&text);
     }
 }
+
+/// The widening loads (`vld.f16`, `vld.bf16`, `vld.i8`, masked, and the queue forms).
+const WIDENING: &str = "\
+.core lanes=16
+    vld.f16 v1, [r2 + 6], 16 !lookup
+    vld.bf16 v2, [r2 - 2], 3
+    vld.i8 v3, [r2 + 1], r5 !lookup
+    vldq.f16 v4, [r3 + 2], 8
+    vldq.bf16 v5, [r3 + 0], 1
+    vldq.i8 v6, [r3 + 7], 16
+    halt
+";
+
+#[test]
+fn widening_loads_round_trip() {
+    use exec_core::isa::TableFormat;
+    let p = parse(WIDENING).expect("parses");
+    assert_eq!(verify(&p), Ok(()));
+    assert_eq!(print(&p), WIDENING);
+    assert_eq!(parse(&print(&p)).expect("reparses"), p);
+    assert_eq!(
+        p.insts[0],
+        Inst::VLoadWiden {
+            fmt: TableFormat::F16,
+            vd: VReg(1),
+            base: Reg(2),
+            offset: 6,
+            count: 16,
+            lookup: true
+        }
+    );
+    assert_eq!(
+        p.insts[1],
+        Inst::VLoadWiden {
+            fmt: TableFormat::Bf16,
+            vd: VReg(2),
+            base: Reg(2),
+            offset: -2,
+            count: 3,
+            lookup: false
+        }
+    );
+    assert_eq!(
+        p.insts[2],
+        Inst::VLoadWidenN {
+            fmt: TableFormat::Int8,
+            vd: VReg(3),
+            base: Reg(2),
+            offset: 1,
+            count: Reg(5),
+            lookup: true
+        }
+    );
+    assert_eq!(
+        p.insts[5],
+        Inst::VLoadQueueWiden { fmt: TableFormat::Int8, vd: VReg(6), base: Reg(3), offset: 7, count: 16 }
+    );
+    for bad in [
+        "vld.f32 v1, [r2 + 0], 4",
+        "vld.u8 v1, [r2 + 0], 4",
+        "vldq.i8 v1, [r2 + 0], r4",
+        "vld.f16 v1, [r2 + 0], 17",
+    ] {
+        assert!(parse(&format!(".core lanes=16\n    {bad}\n")).is_err(), "{bad}");
+    }
+}

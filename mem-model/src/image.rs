@@ -9,7 +9,7 @@
 //! image is read-only during a run and shared by every component that reads it.
 
 use crate::MemError;
-use sim_core::procedural::{column_key, keyed_value};
+use sim_core::procedural::{TableFormat, column_key, keyed_value, row_byte, row_params_key};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,19 @@ pub enum Backing {
         table: u32,
         /// Columns per row.
         dim: u32,
+    },
+    /// A procedural row-major table of `dim` columns stored in a narrower `format` (f16, bf16,
+    /// or int8 rows with their scale and bias: see [`sim_core::procedural`]): the same values,
+    /// really encoded, so loads see the format's bytes. Rows are `format.row_bytes(dim)` apart.
+    Encoded {
+        /// Seed of the table contents.
+        seed: u64,
+        /// Table number (feeds the value function).
+        table: u32,
+        /// Columns per row.
+        dim: u32,
+        /// How rows are stored.
+        format: TableFormat,
     },
     /// Little-endian 32-bit words read from a file on demand.
     File(Arc<FileBacking>),
@@ -123,7 +136,7 @@ impl MemoryImage {
         let Some(end) = region.base.checked_add(region.size) else {
             return Err(MemError::Unmapped { addr: region.base, bytes: region.size });
         };
-        if let Backing::Procedural { dim: 0, .. } = region.backing {
+        if let Backing::Procedural { dim: 0, .. } | Backing::Encoded { dim: 0, .. } = region.backing {
             return Err(MemError::Zero { what: "procedural table dim" });
         }
         if let Backing::Words(w) = &region.backing
@@ -158,6 +171,10 @@ impl MemoryImage {
             Backing::Procedural { seed, table, dim } => {
                 (0..dim).map(|c| column_key(seed, table, c)).collect()
             }
+            // The column keys, then the row-parameter key.
+            Backing::Encoded { seed, table, dim, .. } => {
+                (0..dim).map(|c| column_key(seed, table, c)).chain([row_params_key(seed, table)]).collect()
+            }
             _ => Box::new([]),
         };
         let at = self.regions.partition_point(|r| r.base < region.base);
@@ -191,10 +208,55 @@ impl MemoryImage {
         Ok(w[0])
     }
 
+    /// The `out.len()` bytes from `addr`, which must lie in one region, at any alignment (the
+    /// elements of a narrow table, an int8 row's scale and bias).
+    pub fn read_bytes(&self, addr: u64, out: &mut [u8]) -> Result<(), MemError> {
+        let ri = self.index_of(addr, (out.len() as u64).max(1))?;
+        let r = &self.regions[ri];
+        let first = addr - r.base;
+        if let Backing::Encoded { dim, format, .. } = r.backing {
+            let keys = &self.keys[ri];
+            let (cols, params) = keys.split_at(dim as usize);
+            let row_bytes = format.row_bytes(dim);
+            for (k, o) in out.iter_mut().enumerate() {
+                let at = first + k as u64;
+                *o = row_byte(format, cols, params[0], at / row_bytes, at % row_bytes);
+            }
+            return Ok(());
+        }
+        // Word-backed regions: the words holding the bytes (regions are whole words).
+        let start = first & !3;
+        let end = (first + out.len() as u64).div_ceil(4) * 4;
+        let mut words = vec![0u32; ((end - start) / 4) as usize];
+        self.read_u32s(r.base + start, &mut words)?;
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let skip = (first - start) as usize;
+        out.copy_from_slice(&bytes[skip..skip + out.len()]);
+        Ok(())
+    }
+
+    /// The zero-extended little-endian value of the `bytes` (1, 2 or 4) at `addr`, at any
+    /// alignment.
+    pub fn read_narrow(&self, addr: u64, bytes: u64) -> Result<u32, MemError> {
+        let mut b = [0u8; 4];
+        let n = bytes.clamp(1, 4) as usize;
+        self.read_bytes(addr, &mut b[..n])?;
+        Ok(u32::from_le_bytes(b))
+    }
+
     /// The `out.len()` consecutive 32-bit words from `addr`, which must lie in one region (a
     /// vector load of a row): one region lookup, and for a procedural table one hash step per
     /// word.
     pub fn read_u32s(&self, addr: u64, out: &mut [u32]) -> Result<(), MemError> {
+        if let Ok(r) = self.region_of(addr, (out.len() as u64 * 4).max(4))
+            && matches!(r.backing, Backing::Encoded { .. })
+        {
+            // An encoded table's words are its bytes, at any alignment.
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = self.read_narrow(addr + 4 * k as u64, 4)?;
+            }
+            return Ok(());
+        }
         if !addr.is_multiple_of(4) {
             return Err(MemError::Misaligned { addr, align: 4 });
         }
@@ -226,6 +288,7 @@ impl MemoryImage {
                 }
             }
             Backing::Zero => out.fill(0),
+            Backing::Encoded { .. } => unreachable!("encoded regions are read byte by byte above"),
         }
         Ok(())
     }
@@ -295,6 +358,47 @@ mod tests {
             backing: Backing::Procedural { seed: 1, table: 0, dim: 0 },
         };
         assert!(image().add(zero_dim).is_err());
+    }
+
+    #[test]
+    fn reads_encoded_tables_byte_by_byte() {
+        use sim_core::procedural::{f16_to_f32, format_value};
+        let mut m = image();
+        let (dim, base) = (5u32, 1u64 << 44);
+        for (n, format) in [TableFormat::F16, TableFormat::Bf16, TableFormat::Int8].into_iter().enumerate() {
+            let base = base + (n as u64) * (1 << 30);
+            let backing = Backing::Encoded { seed: 3, table: 2, dim, format };
+            m.add(Region { name: format!("t{n}"), base, size: 1000 * format.row_bytes(dim), backing })
+                .unwrap();
+            let keys: Vec<u64> = (0..dim).map(|c| column_key(3, 2, c)).collect();
+            let pk = row_params_key(3, 2);
+            for row in [0u64, 7, 999] {
+                let at = base + row * format.row_bytes(dim);
+                for c in 0..dim as u64 {
+                    let bits = m.read_narrow(at + c * format.elem_bytes(), format.elem_bytes()).unwrap();
+                    let mut x = format.widen(bits);
+                    if format == TableFormat::Int8 {
+                        let f = |o: u64| f32::from_bits(m.read_narrow(at + o, 4).unwrap());
+                        x = sim_core::procedural::dequantize(x as i8, f(5), f(9));
+                        // The same word through read_u32s, unaligned.
+                        let mut w = [0u32];
+                        m.read_u32s(at + 5, &mut w).unwrap();
+                        assert_eq!(f32::from_bits(w[0]), f(5));
+                    }
+                    assert_eq!(x, format_value(format, keys[c as usize], pk, row));
+                    if format == TableFormat::F16 {
+                        assert_eq!(f16_to_f32(bits as u16), table_value(3, 2, row, c as u32));
+                    }
+                }
+            }
+            // The last byte is readable, the next is not.
+            let end = base + 1000 * format.row_bytes(dim);
+            assert!(m.read_narrow(end - 1, 1).is_ok());
+            assert!(m.read_narrow(end - 1, 2).is_err());
+        }
+        // Word-backed regions read as bytes too.
+        assert_eq!(m.read_narrow(0x1009, 2).unwrap(), 0);
+        assert_eq!(m.read_narrow(0x1008, 1).unwrap(), 7);
     }
 
     #[test]

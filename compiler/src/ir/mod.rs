@@ -38,15 +38,54 @@ pub enum Elem {
     U32,
     /// 32-bit float.
     F32,
+    /// IEEE half precision, read as f32 (every load converts).
+    F16,
+    /// bfloat16, read as f32 (every load converts).
+    Bf16,
 }
 
 impl Elem {
+    /// Every element type.
+    pub const ALL: [Elem; 4] = [Elem::U32, Elem::F32, Elem::F16, Elem::Bf16];
+
     /// The name in the text form.
     pub fn name(self) -> &'static str {
         match self {
             Elem::U32 => "u32",
             Elem::F32 => "f32",
+            Elem::F16 => "f16",
+            Elem::Bf16 => "bf16",
         }
+    }
+
+    /// Bytes of one element in memory.
+    pub fn bytes(self) -> u64 {
+        self.narrow().map_or(4, |f| f.elem_bytes())
+    }
+
+    /// The stored format of an element that loads convert to f32 (`None` for 32-bit ones).
+    pub fn narrow(self) -> Option<sim_core::procedural::TableFormat> {
+        use sim_core::procedural::TableFormat;
+        match self {
+            Elem::U32 | Elem::F32 => None,
+            Elem::F16 => Some(TableFormat::F16),
+            Elem::Bf16 => Some(TableFormat::Bf16),
+        }
+    }
+
+    /// The element type of tables in `dtype` (`None`: the IR has no element for it).
+    pub fn of_table(dtype: crate::workload::Dtype) -> Option<Elem> {
+        match dtype {
+            crate::workload::Dtype::F32 => Some(Elem::F32),
+            crate::workload::Dtype::F16 => Some(Elem::F16),
+            crate::workload::Dtype::Bf16 => Some(Elem::Bf16),
+            crate::workload::Dtype::Int8 => None,
+        }
+    }
+
+    /// Whether it holds floating-point values (a table's element).
+    pub fn is_float(self) -> bool {
+        self != Elem::U32
     }
 }
 

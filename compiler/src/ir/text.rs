@@ -151,10 +151,9 @@ fn parse_mem(decl: &str) -> Result<Mem, String> {
     let (name, rest) = decl.split_once(':').ok_or("expected `mem @name : type[shape]`")?;
     let rest = rest.trim();
     let (ty, rest) = rest.split_once('[').ok_or("expected `[` after the element type")?;
-    let elem = match ty.trim() {
-        "u32" => Elem::U32,
-        "f32" => Elem::F32,
-        other => return Err(format!("unknown element type `{other}` (u32, f32)")),
+    let elem = match Elem::ALL.into_iter().find(|e| e.name() == ty.trim()) {
+        Some(e) => e,
+        None => return Err(format!("unknown element type `{}` (u32, f32, f16, bf16)", ty.trim())),
     };
     let (shape, flags) = rest.split_once(']').ok_or("expected `]` after the shape")?;
     let shape = shape

@@ -252,7 +252,12 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
         Opcode::VStore => store(2),
         Opcode::Int(_) | Opcode::Float(_) | Opcode::VFloat(_) | Opcode::SlcAlu(_) => count(2),
         Opcode::IToF | Opcode::VBcast | Opcode::SlcFromStream => count(1),
+        // A buffer of a narrow memory names the memory last.
+        Opcode::VLoadBuf if matches!(a.last(), Some(Arg::Mem(_))) && a.len() == 4 => {
+            if all(&a[..3], &number) { Ok(()) } else { Err("expects BUF, OFF, N and a memory".into()) }
+        }
         Opcode::VLoadBuf => count(3),
+        Opcode::DlcPopOperand if matches!(a.as_slice(), [Arg::Mem(_)]) => Ok(()),
         Opcode::VRedSum => count(2),
         Opcode::GetVar | Opcode::IncrementVar => match a.as_slice() {
             [Arg::Int(0..=15)] => Ok(()),

@@ -6,7 +6,7 @@
 //! earlier lookup of the batch already touched. Below [`REUSE_THRESHOLD`] the memory is marked
 //! `nontemporal`; buffer and vector streams over it then carry the hint.
 
-use crate::ir::{Elem, Func};
+use crate::ir::Func;
 
 /// Memories whose rows are reused by fewer than this fraction of lookups get the hint.
 pub const REUSE_THRESHOLD: f64 = 0.05;
@@ -17,7 +17,7 @@ pub fn nontemporal(f: &Func, reuse: &[(&str, f64)]) -> Func {
     let mut out = f.clone();
     for m in &mut out.mems {
         let low = reuse.iter().any(|(name, r)| *name == m.name && *r < REUSE_THRESHOLD);
-        if low && m.readonly && m.elem == Elem::F32 && m.shape.len() >= 2 {
+        if low && m.readonly && m.elem.is_float() && m.shape.len() >= 2 {
             m.nontemporal = true;
         }
     }

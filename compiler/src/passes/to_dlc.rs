@@ -20,7 +20,16 @@ pub fn slc_to_dlc(f: &Func) -> Result<Func, PassError> {
     out.body = Vec::new();
     let mut config = Vec::new();
     let mut cases = Vec::new();
-    let root_tu = lower_loop(&mut out, root, None, &mut config, &mut cases)?;
+    // Element streams of narrow memories, whose pops load the element from the queue.
+    let mut narrow = std::collections::HashMap::new();
+    crate::ir::walk(&f.body, &mut |op| {
+        if op.opcode == Opcode::SlcMem
+            && let Some(m) = op.args[0].mem().filter(|m| f.mem_decl(*m).elem.narrow().is_some())
+        {
+            narrow.insert(op.result(), m);
+        }
+    });
+    let root_tu = lower_loop(&mut out, root, None, &mut config, &mut cases, &narrow)?;
     // The root's end: the traversal is over.
     let done = cases.len() as i64;
     let has_root_end = root.body().iter().any(|o| o.opcode == Opcode::SlcCallback(Event::End));
@@ -50,6 +59,7 @@ fn lower_loop(
     parent: Option<Value>,
     config: &mut Vec<Op>,
     cases: &mut Vec<Op>,
+    narrow: &std::collections::HashMap<Value, crate::ir::MemId>,
 ) -> Result<Value, PassError> {
     let tu = out.value(&format!("t{}", out.name(op.result())));
     let mut args = vec![parent.map_or(Arg::Int(-1), Arg::Value)];
@@ -65,7 +75,7 @@ fn lower_loop(
     for inner in op.body() {
         match inner.opcode {
             Opcode::SlcFor => {
-                lower_loop(out, inner, Some(tu), config, cases)?;
+                lower_loop(out, inner, Some(tu), config, cases, narrow)?;
             }
             Opcode::SlcMem => config.push(with_tu(inner, Opcode::DlcMem)),
             Opcode::SlcVMem => config.push(with_tu(inner, Opcode::DlcVMem)),
@@ -87,7 +97,12 @@ fn lower_loop(
                 for c in inner.body() {
                     if c.opcode == Opcode::SlcFromStream {
                         config.push(Op::new(Opcode::DlcOperand, vec![], vec![Arg::Int(id), c.args[0]]));
-                        body.push(Op::new(Opcode::DlcPopOperand, c.results.clone(), vec![]));
+                        let mem = c.args[0].value().and_then(|v| narrow.get(&v)).map(|m| Arg::Mem(*m));
+                        body.push(Op::new(
+                            Opcode::DlcPopOperand,
+                            c.results.clone(),
+                            mem.into_iter().collect(),
+                        ));
                     } else {
                         body.push(c.clone());
                     }

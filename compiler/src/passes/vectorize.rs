@@ -126,6 +126,7 @@ fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
     let vl = tiling_chunk(hi - lo, vl)?;
     let iv = op.result();
     let mut streams = HashSet::new();
+    let mut narrow = HashMap::new();
     let mut body = Vec::new();
     let mut callback = None;
     // The element index and `k + c` streams of it (a row's second half, ComplEx's imaginary
@@ -145,6 +146,9 @@ fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
                     return None;
                 }
                 streams.insert(inner.result());
+                if let Some(m) = inner.args[0].mem().filter(|m| f.mem_decl(*m).elem.narrow().is_some()) {
+                    narrow.insert(inner.result(), m);
+                }
                 let mut args = inner.args.clone();
                 args.push(Arg::Int(vl));
                 body.push(Op::new(Opcode::SlcVMem, inner.results.clone(), args));
@@ -166,6 +170,9 @@ fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
             let src = c.args[0].value()?;
             if streams.contains(&src) {
                 vectors.insert(c.result());
+                if let Some(&m) = narrow.get(&src) {
+                    narrow.insert(c.result(), m);
+                }
             }
             if src == iv {
                 ks.insert(c.result());
@@ -197,7 +204,12 @@ fn access_loop(f: &mut Func, op: &Op, vl: i64) -> Option<Op> {
     let mut loaded = HashSet::new();
     for h in vectors {
         let x = f.value(&format!("{}v", f.name(h)));
-        chunk_loads.push(Op::new(Opcode::VLoadBuf, vec![x], vec![Arg::Value(h), Arg::Int(0), count]));
+        let mut args = vec![Arg::Value(h), Arg::Int(0), count];
+        // A narrow memory's chunk: the core's load converts, so it names the memory.
+        if let Some(m) = narrow.get(&h) {
+            args.push(Arg::Mem(*m));
+        }
+        chunk_loads.push(Op::new(Opcode::VLoadBuf, vec![x], args));
         as_chunk.insert(h, x);
         loaded.insert(x);
     }

@@ -9,7 +9,7 @@
 //! constant to a memory index (`offsets[b + 1]`) folds into the memory stream's base address,
 //! so it takes no stream storage.
 
-use crate::ir::{Arg, Elem, Func, IntOp, MemId, Op, Opcode, Value};
+use crate::ir::{Arg, Func, IntOp, MemId, Op, Opcode, Value};
 use access_unit::isa::{
     AluOp, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind, Tu, TuId,
 };
@@ -242,9 +242,7 @@ impl AuBuilder<'_> {
         let m = op.args[1].mem().ok_or("a memory stream needs a memory")?;
         let decl = self.f.mem_decl(m);
         let base = *self.bases.get(&m).ok_or_else(|| format!("@{} has no address", decl.name))?;
-        let elem_bytes = match decl.elem {
-            Elem::U32 | Elem::F32 => 4u64,
-        };
+        let elem_bytes = decl.elem.bytes();
         let row_elems = decl.row_elems();
         let (idx, kind): (&[Arg], u8) = match op.opcode {
             Opcode::DlcMem => (&op.args[2..], 0),
@@ -294,6 +292,16 @@ impl AuBuilder<'_> {
         let unit = if kind == 2 { row_elems * elem_bytes } else { elem_bytes };
         let base = (base as i64 + constant * unit as i64) as u64;
         let stream_kind = match kind {
+            // A narrow element (the unit's loads are 32-bit): marshaled as a one-element buffer,
+            // which the core loads from the queue with a widening load.
+            0 if decl.elem.narrow().is_some() => StreamKind::Row {
+                base,
+                index,
+                scale: unit,
+                bytes: elem_bytes as u32,
+                lookup: decl.readonly,
+                non_temporal: decl.nontemporal,
+            },
             0 => StreamKind::Load { base, index, scale: unit },
             1 => {
                 let vl = op.args.last().and_then(|a| a.int()).ok_or("dlc.vmem needs a vector length")?;
@@ -311,7 +319,7 @@ impl AuBuilder<'_> {
                 index,
                 scale: unit,
                 bytes: (row_elems * elem_bytes) as u32,
-                lookup: decl.readonly && decl.elem == Elem::F32,
+                lookup: decl.readonly && decl.elem.is_float(),
                 non_temporal: decl.nontemporal,
             },
         };

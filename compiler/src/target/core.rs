@@ -104,7 +104,9 @@ impl<'a> CoreEmitter<'a> {
     pub fn reset(&mut self) {
         // Registers are reused oldest-freed first, which spreads false dependencies.
         self.free_r = (FIRST_REG..=LAST_REG).collect();
-        self.free_v = (self.accs..=LAST_VREG).collect();
+        // With narrow memories, the last vector register is the widening loads' scratch.
+        let narrow = self.f.mems.iter().any(|m| m.elem.narrow().is_some());
+        self.free_v = (self.accs..=LAST_VREG - u8::from(narrow)).collect();
         self.addr_memo = None;
         self.live.clear();
         self.loc.clear();
@@ -235,10 +237,11 @@ impl<'a> CoreEmitter<'a> {
         }
         let mut offset = *self.bases.get(&m).ok_or_else(|| format!("@{} has no address", decl.name))? as i64;
         let mut terms = Vec::new();
+        let eb = decl.elem.bytes() as i64;
         for (a, s) in idx.iter().zip(&strides) {
             match self.arg(*a)? {
-                Loc::Int(i) => offset += i * *s as i64 * 4,
-                Loc::R(r) => terms.push((r, *s as i64 * 4)),
+                Loc::Int(i) => offset += i * *s as i64 * eb,
+                Loc::R(r) => terms.push((r, *s as i64 * eb)),
                 _ => return Err("an index must be an integer".into()),
             }
         }
@@ -268,7 +271,7 @@ impl<'a> CoreEmitter<'a> {
     fn is_lookup(&self, m: MemId, idx: &[Arg]) -> bool {
         let d = self.f.mem_decl(m);
         d.readonly
-            && d.elem == crate::ir::Elem::F32
+            && d.elem.is_float()
             && d.shape.len() >= 2
             && matches!(idx.last().map(|a| self.arg(*a)), Some(Ok(Loc::Int(0))))
     }
@@ -292,7 +295,15 @@ impl<'a> CoreEmitter<'a> {
                 let lookup = if self.is_lookup(m, &a[1..]) { " !lookup" } else { "" };
                 let addr = self.address(m, &a[1..])?;
                 let rd = self.alloc_r(op.result())?;
-                self.line(&format!("ld.u32 r{rd}, {addr}{lookup}"));
+                match self.f.mem_decl(m).elem.narrow() {
+                    // A narrow element: a one-lane widening load, then its lane.
+                    Some(fmt) => {
+                        let suffix = exec_core::isa::format_suffix(fmt);
+                        self.line(&format!("vld.{suffix} v{LAST_VREG}, {addr}, 1{lookup}"));
+                        self.line(&format!("vext r{rd}, v{LAST_VREG}, 0"));
+                    }
+                    None => self.line(&format!("ld.u32 r{rd}, {addr}{lookup}")),
+                }
             }
             Opcode::Store => {
                 let m = a[0].mem().ok_or("store without memory")?;
@@ -344,7 +355,9 @@ impl<'a> CoreEmitter<'a> {
                 let count = self.count(a[n])?;
                 let addr = self.address(m, &a[1..n])?;
                 let vd = self.alloc_v(op.result())?;
-                self.line(&format!("vld v{vd}, {addr}, {count}{lookup}"));
+                let suffix = self.f.mem_decl(m).elem.narrow().map(exec_core::isa::format_suffix);
+                let vld = suffix.map_or("vld".to_string(), |s| format!("vld.{s}"));
+                self.line(&format!("{vld} v{vd}, {addr}, {count}{lookup}"));
             }
             Opcode::VStore => {
                 let m = a[0].mem().ok_or("vstore without memory")?;
@@ -395,17 +408,24 @@ impl<'a> CoreEmitter<'a> {
             Opcode::VLoadBuf => {
                 let rb = self.reg(a[0], 1)?;
                 let count = self.count(a[2])?;
+                // A buffer of a narrow memory's elements (its memory named last).
+                let elem = a.get(3).and_then(|m| m.mem()).map(|m| self.f.mem_decl(m).elem);
+                let eb = elem.map_or(4, |e| e.bytes() as i64);
+                let vldq = match elem.and_then(|e| e.narrow()) {
+                    Some(fmt) => format!("vldq.{}", exec_core::isa::format_suffix(fmt)),
+                    None => "vldq".to_string(),
+                };
                 let addr = match self.arg(a[1])? {
-                    Loc::Int(off) => format!("[r{rb} + {}]", off * 4),
+                    Loc::Int(off) => format!("[r{rb} + {}]", off * eb),
                     Loc::R(r) => {
-                        self.line(&format!("muli r{}, r{r}, 4", SCRATCH[2]));
+                        self.line(&format!("muli r{}, r{r}, {eb}", SCRATCH[2]));
                         self.line(&format!("add r{}, r{}, r{rb}", SCRATCH[2], SCRATCH[2]));
                         format!("[r{} + 0]", SCRATCH[2])
                     }
                     _ => return Err("a buffer offset must be an integer".into()),
                 };
                 let vd = self.alloc_v(op.result())?;
-                self.line(&format!("vldq v{vd}, {addr}, {count}"));
+                self.line(&format!("{vldq} v{vd}, {addr}, {count}"));
             }
             Opcode::VGetAcc => {
                 let n = a[0].int().ok_or("vgetacc needs a slot")? as u8;
@@ -435,6 +455,14 @@ impl<'a> CoreEmitter<'a> {
             Opcode::DlcPopOperand => {
                 let rd = self.alloc_r(op.result())?;
                 self.line(&format!("pop_operand r{rd}"));
+                // A narrow element marshaled as a one-element buffer: load it from the queue.
+                if let Some(fmt) =
+                    a.first().and_then(|m| m.mem()).and_then(|m| self.f.mem_decl(m).elem.narrow())
+                {
+                    let suffix = exec_core::isa::format_suffix(fmt);
+                    self.line(&format!("vldq.{suffix} v{LAST_VREG}, [r{rd} + 0], 1"));
+                    self.line(&format!("vext r{rd}, v{LAST_VREG}, 0"));
+                }
             }
             other => return Err(format!("`{}` is not a core op", other.name())),
         }
