@@ -22,7 +22,7 @@
 use crate::experiment::{Experiment, Outcome, SystemPlan};
 use crate::npy::{self, NpyError, Writer};
 use compiler::{EmbeddingBagInstance, WorkloadSpec};
-use sim_core::procedural::{column_key, keyed_value};
+use sim_core::procedural::{column_key, format_value, row_params_key};
 use std::io;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -175,13 +175,17 @@ pub fn write_inputs(
     let mut keys: Vec<u64> = Vec::new();
     let mut keyed_table = None;
     let mut values = vec![0.0f32; dim];
+    // Values as the loads read them: f16/bf16 converted, int8 dequantized (`q * scale + bias`).
+    let format = if spec.tt.is_some() { sim_core::procedural::TableFormat::F32 } else { spec.dtype.format() };
+    let mut params_key = 0;
     for &(table, row) in &rows {
         if keyed_table != Some(table) {
             keys = (0..spec.stored_dim()).map(|k| column_key(inst.table_seed, table, k)).collect();
+            params_key = row_params_key(inst.table_seed, table);
             keyed_table = Some(table);
         }
         for (v, &key) in values.iter_mut().zip(&keys) {
-            *v = keyed_value(key, u64::from(row));
+            *v = format_value(format, key, params_key, u64::from(row));
         }
         w.extend(&values)?;
     }

@@ -122,9 +122,13 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
                 batch = 2\nbag_size = 4\n[indices]\ndistribution = \"uniform\"\n";
     for (n, (edit, want)) in [
         (("op = \"embedding_bag\"", "op = \"spmv\""), "unknown variant `spmv`"),
+        (("dim = 8\ndtype = \"f32\"", "dim = 10\ndtype = \"int8\""), "dim: 10 is not a multiple of 4"),
         (
-            ("dtype = \"f32\"", "dtype = \"int8\""),
-            "dtype: int8 rows (scale and bias) are in the memory image",
+            (
+                "op = \"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\nbatch = 2\nbag_size = 4",
+                "op = \"kg_score\"\nrows = 100\ndim = 8\ndtype = \"int8\"\nbatch = 2\nrelations = 2\nmodel = \"distmult\"",
+            ),
+            "dtype: int8 rows are for embedding bags",
         ),
         (
             (

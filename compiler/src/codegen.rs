@@ -220,9 +220,9 @@ pub fn compile_with_stages(
     for (core_index, (bags, range)) in parts.into_iter().zip(&loop_ranges).enumerate() {
         // Each core's own scratch.
         let scratch = layout.scratch.map(|s| s.block(core_index));
-        for name in [frontend::TT_SCRATCH, frontend::BAG_COUNT] {
+        for (name, offset) in [(frontend::TT_SCRATCH, 0), (frontend::BAG_COUNT, 0), (frontend::QUANT, 8)] {
             if let (Some(m), Some(s)) = (loop_fn.mem_named(name), scratch) {
-                bases.insert(m, s.base);
+                bases.insert(m, s.base + offset);
             }
         }
         let mut record: Vec<(String, String)> = Vec::new();
@@ -284,6 +284,7 @@ fn bases(f: &Func, l: &Layout) -> HashMap<MemId, u64> {
         (frontend::TT_ROWS, l.tt.map(|t| t.descriptors)),
         (frontend::WEIGHTS, l.weights),
         (frontend::TABLES, Some(l.tables)),
+        (frontend::ROW_PARAMS, Some(l.tables)),
         (frontend::OUT, Some(l.output)),
     ] {
         if let (Some(m), Some(a)) = (f.mem_named(name), addr) {

@@ -11,7 +11,7 @@
 use crate::indices::IndexGenerator;
 use crate::workload::{IndexDistribution, KgModel, Pooling, WorkloadSpec};
 use sim_core::SeedTree;
-use sim_core::procedural::{column_key, keyed_value};
+use sim_core::procedural::{column_key, format_value, keyed_value, row_params_key};
 
 /// Inputs of one EmbeddingBag run.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,11 +219,14 @@ impl EmbeddingBagInstance {
         let mut out = vec![0.0f32; spec.bags() as usize * dim];
         let mut keys: Vec<u64> = Vec::new();
         let mut keyed_table = None;
+        let format = spec.dtype.format();
+        let mut params_key = 0;
         for g in 0..spec.bags() as usize {
             let table = (g / spec.batch.max(1) as usize) as u32;
             if keyed_table != Some(table) {
                 // Column keys once per table: one hash step per element (same values).
                 keys = (0..spec.dim).map(|k| column_key(self.table_seed, table, k)).collect();
+                params_key = row_params_key(self.table_seed, table);
                 keyed_table = Some(table);
             }
             let (lo, hi) = (self.offsets[g], self.offsets[g + 1]);
@@ -238,7 +241,8 @@ impl EmbeddingBagInstance {
                 let row = self.indices[j as usize] as u64;
                 let w = self.weights.as_ref().map(|w| w[j as usize]);
                 for (a, &key) in acc.iter_mut().zip(&keys) {
-                    let x = keyed_value(key, row);
+                    // The stored value as the loads read it (an int8 one dequantized).
+                    let x = format_value(format, key, params_key, row);
                     let x = w.map_or(x, |w| w * x);
                     *a = if spec.pooling == Pooling::Max { a.max(x) } else { *a + x };
                 }

@@ -46,6 +46,12 @@ pub const TT_SCRATCH: &str = "tt_scratch";
 /// With a padding index and mean or max pooling: the bag's count of lookups that are not
 /// padding, in the core's scratch.
 pub const BAG_COUNT: &str = "bag_count";
+/// Int8 tables: the same rows as `@tables`, read as f32 words for each row's scale and bias
+/// (after its `dim` values).
+pub const ROW_PARAMS: &str = "row_params";
+/// Int8 tables: the current lookup's scale and bias, in the core's scratch (after the count),
+/// so the row's element callbacks read them instead of carrying them as operands.
+pub const QUANT: &str = "quant";
 
 /// The element type of `spec`'s table memories: f32, or f16/bf16, whose loads convert to f32
 /// (a validated spec has no other).
@@ -67,7 +73,12 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
         Some(_) => crate::layout::first_padding_row(spec) + spec.tables as u64,
         None => spec.tables as u64 * spec.rows,
     };
-    let tables = f.mem(TABLES, table_elem(spec), vec![table_rows, spec.dim as u64], true);
+    let int8 = spec.dtype == crate::workload::Dtype::Int8;
+    // An int8 row is `dim` values then its f32 scale and bias: the row's pitch is `dim + 8`.
+    let pitch = if int8 { u64::from(spec.dim) + 8 } else { u64::from(spec.dim) };
+    let tables = f.mem(TABLES, table_elem(spec), vec![table_rows, pitch], true);
+    let params = int8.then(|| f.mem(ROW_PARAMS, Elem::F32, vec![table_rows, pitch / 4], true));
+    let quant = int8.then(|| f.mem(QUANT, Elem::F32, vec![2], false));
     let out = f.mem(OUT, Elem::F32, vec![bags, spec.dim as u64], false);
     // With a padding index, mean and max count the bag's other lookups in the core's scratch.
     let count = (spec.padding_idx.is_some() && spec.pooling != Pooling::Sum)
@@ -136,8 +147,22 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
         let n1 = fop(&mut b, FloatOp::Add, "n1", v(n), v(kept));
         b.op(Opcode::Store, "", vec![m(c), i(0), v(n1)]);
     }
+    // An int8 row's scale and bias, read by the access unit, kept in the core's scratch.
+    if let (Some(params), Some(quant)) = (params, quant) {
+        for (n, name) in ["scale", "bias"].into_iter().enumerate() {
+            let x = b.val(Opcode::Load, name, vec![m(params), v(row), i(dim / 4 + n as i64)]);
+            b.op(Opcode::Store, "", vec![m(quant), i(n as i64), v(x)]);
+        }
+    }
     let k = b.open(Opcode::For, "k", vec![i(0), i(dim)]).expect("iv");
     let mut x = b.val(Opcode::Load, "x", vec![m(tables), v(row), v(k)]);
+    if let Some(quant) = quant {
+        // Dequantized as FBGEMM does: q * scale + bias.
+        let scale = b.val(Opcode::Load, "sc", vec![m(quant), i(0)]);
+        let bias = b.val(Opcode::Load, "bi", vec![m(quant), i(1)]);
+        let q = fop(&mut b, FloatOp::Mul, "qs", v(x), v(scale));
+        x = fop(&mut b, FloatOp::Add, "dq", v(q), v(bias));
+    }
     if let Some(w) = w {
         x = fop(&mut b, FloatOp::Mul, "wx", v(w), v(x));
     }

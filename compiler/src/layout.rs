@@ -220,9 +220,16 @@ impl Layout {
             let element: Vec<u8> = match spec.dtype {
                 Dtype::F16 => f32_to_f16(if max { f32::NEG_INFINITY } else { 0.0 }).to_le_bytes().to_vec(),
                 Dtype::Bf16 => f32_to_bf16(if max { f32::NEG_INFINITY } else { 0.0 }).to_le_bytes().to_vec(),
+                // Values 0, scale 0, bias 0 or f32::MIN: dequantized, 0 or f32::MIN.
+                Dtype::Int8 => {
+                    let mut row = vec![0u8; spec.dim as usize + 4];
+                    row.extend((if max { f32::MIN } else { 0.0 }).to_le_bytes());
+                    row
+                }
                 _ => (if max { f32::MIN } else { 0.0 }).to_le_bytes().to_vec(),
             };
-            let mut bytes = element.repeat((spec.tables * spec.dim) as usize);
+            let per_row = if spec.dtype == Dtype::Int8 { 1 } else { spec.dim as usize };
+            let mut bytes = element.repeat(spec.tables as usize * per_row);
             bytes.resize(bytes.len().div_ceil(4) * 4, 0);
             let w = bytes.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
             let base = self.tables + first_padding_row(spec) * spec.row_bytes();

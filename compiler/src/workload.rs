@@ -496,13 +496,23 @@ impl WorkloadSpec {
                     ),
                 ));
             }
-            (Dtype::Int8, _) => {
+            (Dtype::Int8, Op::KgScore | Op::GnnScatter) => {
                 return Err(bad(
                     "dtype",
-                    "int8 rows (scale and bias) are in the memory image and the reference, but the compiler \
-                     does not load them yet; use \"f32\", \"f16\" or \"bf16\"",
+                    "int8 rows are for embedding bags, GNN aggregation and sparse attention; use \"f32\", \"f16\" \
+                     or \"bf16\"",
                 ));
             }
+            (Dtype::Int8, _) if !self.dim.is_multiple_of(4) => {
+                return Err(bad(
+                    "dim",
+                    format!(
+                        "{} is not a multiple of 4: an int8 row's f32 scale and bias follow its values",
+                        self.dim
+                    ),
+                ));
+            }
+            (Dtype::Int8, _) => {}
             (Dtype::F16 | Dtype::Bf16, _) => {}
         }
         if self.tables == 0 {
@@ -589,11 +599,16 @@ impl WorkloadSpec {
 
     /// Bytes of scratch memory each core's compute needs (`crate::layout::Scratch`): a TT
     /// lookup's slices and its partial contraction; a bag's count of lookups that are not
-    /// padding, where the pooling needs it (mean, max); else none.
+    /// padding, where the pooling needs it (mean, max), at offset 0; an int8 lookup's scale and
+    /// bias at offset 8; else none.
     pub fn scratch_bytes(&self) -> u64 {
         if let Some(t) = &self.tt {
             let (d1, d2) = (t.factor(0).1, t.factor(1).1);
             return (t.lookup_rows() + d1 * d2) * self.stored_row_bytes();
+        }
+        if self.dtype == Dtype::Int8 {
+            // The count's word, a spare, then the lookup's scale and bias.
+            return 16;
         }
         if self.padding_idx.is_some() && self.pooling != Pooling::Sum { 4 } else { 0 }
     }

@@ -214,6 +214,17 @@ fn golden_embedding_bag_f16() {
     ));
 }
 
+/// Int8 rows (FBGEMM's fused 8-bit row-wise), with a padding index: each row's scale and bias
+/// read beside its values and dequantized on the core.
+#[test]
+fn golden_embedding_bag_int8() {
+    check(workload(
+        "name = \"emb-int8\"\nop = \"embedding_bag\"\npooling = \"sum\"\npadding_idx = 0\n\
+         tables = 2\nrows = 1000\ndim = 32\ndtype = \"int8\"\nbatch = 4\nbag_size = 3\n\
+         [indices]\ndistribution = \"uniform\"\n",
+    ));
+}
+
 #[test]
 fn golden_gnn_message_passing() {
     check(workload(

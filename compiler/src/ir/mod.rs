@@ -42,11 +42,14 @@ pub enum Elem {
     F16,
     /// bfloat16, read as f32 (every load converts).
     Bf16,
+    /// 8-bit signed integer, read as f32 (every load converts; an int8 row's values, which the
+    /// code then scales and offsets by the row's own scale and bias).
+    I8,
 }
 
 impl Elem {
     /// Every element type.
-    pub const ALL: [Elem; 4] = [Elem::U32, Elem::F32, Elem::F16, Elem::Bf16];
+    pub const ALL: [Elem; 5] = [Elem::U32, Elem::F32, Elem::F16, Elem::Bf16, Elem::I8];
 
     /// The name in the text form.
     pub fn name(self) -> &'static str {
@@ -55,6 +58,7 @@ impl Elem {
             Elem::F32 => "f32",
             Elem::F16 => "f16",
             Elem::Bf16 => "bf16",
+            Elem::I8 => "i8",
         }
     }
 
@@ -70,6 +74,7 @@ impl Elem {
             Elem::U32 | Elem::F32 => None,
             Elem::F16 => Some(TableFormat::F16),
             Elem::Bf16 => Some(TableFormat::Bf16),
+            Elem::I8 => Some(TableFormat::Int8),
         }
     }
 
@@ -79,7 +84,7 @@ impl Elem {
             crate::workload::Dtype::F32 => Some(Elem::F32),
             crate::workload::Dtype::F16 => Some(Elem::F16),
             crate::workload::Dtype::Bf16 => Some(Elem::Bf16),
-            crate::workload::Dtype::Int8 => None,
+            crate::workload::Dtype::Int8 => Some(Elem::I8),
         }
     }
 

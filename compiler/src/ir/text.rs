@@ -153,7 +153,10 @@ fn parse_mem(decl: &str) -> Result<Mem, String> {
     let (ty, rest) = rest.split_once('[').ok_or("expected `[` after the element type")?;
     let elem = match Elem::ALL.into_iter().find(|e| e.name() == ty.trim()) {
         Some(e) => e,
-        None => return Err(format!("unknown element type `{}` (u32, f32, f16, bf16)", ty.trim())),
+        None => {
+            let known: Vec<&str> = Elem::ALL.iter().map(|e| e.name()).collect();
+            return Err(format!("unknown element type `{}` ({})", ty.trim(), known.join(", ")));
+        }
     };
     let (shape, flags) = rest.split_once(']').ok_or("expected `]` after the shape")?;
     let shape = shape

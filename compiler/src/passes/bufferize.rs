@@ -95,8 +95,10 @@ fn try_parent(f: &mut Func, parent: &Op) -> Option<Vec<Op>> {
                 let m = inner.args[0].mem()?;
                 let n = inner.args.len();
                 let offset = inner.args[n - 2].value().and_then(|v| offset_of.get(&v).copied())?;
-                // Whole rows, chunk by chunk (with offsets, the chunks of the row's parts).
-                if f.mem_decl(m).row_elems() as i64 != row_len {
+                // Whole rows, chunk by chunk (with offsets, the chunks of the row's parts); an
+                // int8 row's values, whose scale and bias ride along in the buffer.
+                let (elems, elem) = (f.mem_decl(m).row_elems() as i64, f.mem_decl(m).elem);
+                if elems != row_len && !(elem == crate::ir::Elem::I8 && elems == row_len + 8) {
                     return None;
                 }
                 let row = &inner.args[..n - 2];

@@ -11,7 +11,8 @@
 //! accumulated onto memory) and every access to the memory in `B` is such a vector access; the
 //! row must fit in 16 accumulators. Otherwise the function is left as it was.
 //!
-//! Beyond Ember: a vectorized reduction into one scalar of a written memory (a knowledge-graph
+//! Beyond Ember: stores to scratch that the same code loads back are forwarded
+//! ([`forward_stores`]), and a vectorized reduction into one scalar of a written memory (a knowledge-graph
 //! score, an element of a TT row) keeps its partial sums in a vector accumulator across the
 //! row's chunks and is stored once ([`reduce_in_accumulator`]).
 
@@ -26,6 +27,8 @@ const UNROLL: i64 = 16;
 pub fn simplify_mem(f: &Func) -> Func {
     let mut out = f.clone();
     let mut body = std::mem::take(&mut out.body);
+    forward_stores(&out, &mut body, &mut HashMap::new(), &mut HashMap::new());
+    drop_dead_scratch_stores(&out, &mut body);
     visit(&mut out, &mut body);
     // Scalar reductions take the accumulator after the rows'.
     let mut slot = 0;
@@ -39,6 +42,97 @@ pub fn simplify_mem(f: &Func) -> Func {
     }
     out.body = body;
     out
+}
+
+/// Store-to-load forwarding for the scalars of written memories at constant places (an int8
+/// lookup's scale and bias, parked in the core's scratch): a load of what the same code stored
+/// earlier, with no store to the memory between, becomes the stored value. A value flows into
+/// nested regions (a row's loop in the same callback) that do not store to its memory, but
+/// never out of one, so nothing crosses from one callback into another or from one iteration
+/// into the next.
+fn forward_stores(
+    f: &Func,
+    ops: &mut Vec<Op>,
+    known: &mut HashMap<(MemId, Vec<i64>), Arg>,
+    subst: &mut HashMap<Value, Arg>,
+) {
+    let mut kept = Vec::with_capacity(ops.len());
+    for mut op in std::mem::take(ops) {
+        for a in &mut op.args {
+            if let Some(n) = a.value().and_then(|v| subst.get(&v)) {
+                *a = *n;
+            }
+        }
+        let mem = op.args.first().and_then(|a| a.mem()).filter(|&m| !f.mem_decl(m).readonly);
+        let place = |args: &[Arg]| args.iter().map(|a| a.int()).collect::<Option<Vec<i64>>>();
+        match (op.opcode, mem) {
+            (Opcode::Load, Some(m)) => {
+                if let Some(v) = place(&op.args[1..]).and_then(|p| known.get(&(m, p))) {
+                    subst.insert(op.result(), *v);
+                    continue;
+                }
+            }
+            (Opcode::Store, Some(m)) => {
+                let n = op.args.len();
+                match place(&op.args[1..n - 1]) {
+                    Some(p) => {
+                        known.insert((m, p), op.args[n - 1]);
+                    }
+                    None => known.retain(|k, _| k.0 != m),
+                }
+            }
+            (Opcode::VStore | Opcode::VSetAcc, Some(m)) => known.retain(|k, _| k.0 != m),
+            _ => {}
+        }
+        if !op.regions.is_empty() {
+            // What a region stores may be what a later iteration loads: nothing of those
+            // memories flows in, and their values are unknown after it.
+            let mut stored = Vec::new();
+            walk(&op.regions.concat(), &mut |o| {
+                if matches!(o.opcode, Opcode::Store | Opcode::VStore | Opcode::VSetAcc)
+                    && let Some(m) = o.args.first().and_then(|a| a.mem())
+                {
+                    stored.push(m);
+                }
+            });
+            known.retain(|k, _| !stored.contains(&k.0));
+            for r in &mut op.regions {
+                let mut inner = known.clone();
+                forward_stores(f, r, &mut inner, subst);
+            }
+        }
+        kept.push(op);
+    }
+    *ops = kept;
+}
+
+/// Removes the stores to a written memory other than the output that nothing loads any more
+/// (after [`forward_stores`]: scratch the code no longer reads back).
+fn drop_dead_scratch_stores(f: &Func, ops: &mut Vec<Op>) {
+    let mut loaded = Vec::new();
+    walk(ops, &mut |o| {
+        if matches!(o.opcode, Opcode::Load | Opcode::VLoad)
+            && let Some(m) = o.args.first().and_then(|a| a.mem())
+        {
+            loaded.push(m);
+        }
+    });
+    let dead = |o: &Op| {
+        matches!(o.opcode, Opcode::Store | Opcode::VStore)
+            && o.args.first().and_then(|a| a.mem()).is_some_and(|m| {
+                let d = f.mem_decl(m);
+                !d.readonly && d.name != crate::frontend::OUT && !loaded.contains(&m)
+            })
+    };
+    fn strip(ops: &mut Vec<Op>, dead: &dyn Fn(&Op) -> bool) {
+        ops.retain(|o| !dead(o));
+        for o in ops {
+            for r in &mut o.regions {
+                strip(r, dead);
+            }
+        }
+    }
+    strip(ops, &dead);
 }
 
 /// In every vectorized core loop that folds each chunk into one scalar of a written memory

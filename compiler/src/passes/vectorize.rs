@@ -287,7 +287,10 @@ fn vector_body(
             }
             Opcode::Float(FloatOp::Add)
                 if a.iter().any(|x| x.value().is_some_and(|v| accumulators.contains(&v)))
-                    && a.iter().any(|x| x.value().is_some_and(|v| vec.contains(&v))) =>
+                    && a.iter().any(|x| x.value().is_some_and(|v| vec.contains(&v)))
+                    // Folded back into memory: a scalar read for its value (an int8 row's
+                    // bias) is an operand like any other.
+                    && ops.iter().any(|o| o.opcode == Opcode::Store && o.args.last() == Some(&Arg::Value(op.result()))) =>
             {
                 // `acc + v`, a reduction: add the chunk's lanes to the scalar accumulator.
                 let (acc, v) = if a[0].value().is_some_and(|v| accumulators.contains(&v)) {
