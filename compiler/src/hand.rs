@@ -473,7 +473,7 @@ impl Scope<'_> {
             return self.name(text);
         }
         let mut e = Expr { s: self, text, at: 0 };
-        let n = e.sum()?;
+        let n = e.compare()?;
         e.skip_ws();
         if e.at < text.len() {
             return Err(e.bad(format!("unexpected `{}`", &text[e.at..])));
@@ -531,9 +531,61 @@ impl Expr<'_> {
             '/' => a.checked_div(b),
             '%' => a.checked_rem(b),
             'm' => Some(a.min(b)),
-            _ => Some(a.max(b)),
+            'M' => Some(a.max(b)),
+            '<' => Some(i64::from(a < b)),
+            'l' => Some(i64::from(a <= b)),
+            '>' => Some(i64::from(a > b)),
+            'g' => Some(i64::from(a >= b)),
+            '=' => Some(i64::from(a == b)),
+            _ => Some(i64::from(a != b)),
         };
         r.map(Some).ok_or_else(|| self.bad(format!("{a} {op} {b} has no value")))
+    }
+
+    /// A comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`: 1 if it holds, else 0), or a shift.
+    fn compare(&mut self) -> Result<Option<i64>, HandError> {
+        let a = self.shift()?;
+        let rest = &self.text[self.at..];
+        let rest = rest.trim_start();
+        let skipped = self.text.len() - self.at - rest.len();
+        let op = ["<=", ">=", "==", "!=", "<", ">"].into_iter().find(|op| rest.starts_with(op));
+        let Some(op) = op else { return Ok(a) };
+        self.at += skipped + op.len();
+        let b = self.shift()?;
+        let code = match op {
+            "<=" => 'l',
+            ">=" => 'g',
+            "==" => '=',
+            "!=" => '!',
+            "<" => '<',
+            _ => '>',
+        };
+        self.apply(code, a, b)
+    }
+
+    /// `a << b` or `a >> b` (arithmetic; `b` in 0..64), or a sum.
+    fn shift(&mut self) -> Result<Option<i64>, HandError> {
+        let mut a = self.sum()?;
+        loop {
+            self.skip_ws();
+            let rest = &self.text[self.at..];
+            let op = if rest.starts_with("<<") {
+                '<'
+            } else if rest.starts_with(">>") {
+                '>'
+            } else {
+                return Ok(a);
+            };
+            self.at += 2;
+            let b = self.sum()?;
+            a = match (a, b) {
+                (Some(x), Some(n)) if (0..64).contains(&n) => {
+                    Some(if op == '<' { x.wrapping_shl(n as u32) } else { x >> n })
+                }
+                (Some(x), Some(n)) => return Err(self.bad(format!("shift of {x} by {n}"))),
+                _ => None,
+            };
+        }
     }
 
     fn sum(&mut self) -> Result<Option<i64>, HandError> {
@@ -560,7 +612,7 @@ impl Expr<'_> {
         match self.peek() {
             Some('(') => {
                 self.at += 1;
-                let a = self.sum()?;
+                let a = self.compare()?;
                 self.expect(')')?;
                 Ok(a)
             }
@@ -664,14 +716,25 @@ impl Expander<'_> {
         HandError::Syntax { template: self.t.name.clone(), line: line + 1, message: message.into() }
     }
 
-    /// The value of an `.if` condition.
-    fn condition(&self, i: usize, name: &str) -> Result<bool, HandError> {
-        match name {
-            "multi_table" => Ok(self.v.spec.tables > 1),
-            "weighted" => Ok(self.v.weights.is_some()),
-            "mean" => Ok(self.v.spec.pooling == Pooling::Mean),
-            _ => Err(self.syntax(i, format!("unknown condition `{name}` (multi_table, weighted, mean)"))),
+    /// The value of the `.if` condition `cond` on line `i`: a property of the workload, or an
+    /// expression over placeholders and bound names, true unless 0 (false in a branch not
+    /// taken, where it is only checked).
+    fn condition(&self, i: usize, cond: &str, block: Option<(Block, u64)>, emit: bool) -> Result<bool, HandError> {
+        match cond {
+            "multi_table" => return Ok(self.v.spec.tables > 1),
+            "weighted" => return Ok(self.v.weights.is_some()),
+            "mean" => return Ok(self.v.spec.pooling == Pooling::Mean),
+            _ => {}
         }
+        let bound = self.v.get(cond, block).is_some() || self.vars.iter().any(|(v, _)| v == cond);
+        if cond.is_empty() || (is_name(cond) && !bound) {
+            return Err(self.syntax(
+                i,
+                format!("unknown condition `{cond}` (multi_table, weighted, mean, or an expression)"),
+            ));
+        }
+        let scope = Scope { t: self.t, no: i + 1, v: self.v, block, vars: &self.vars, emit };
+        Ok(scope.eval(cond)?.is_some_and(|n| n != "0"))
     }
 
     /// Expands lines from `i` up to the `.end` or `.else` that closes the enclosing block (or
@@ -735,8 +798,8 @@ impl Expander<'_> {
                     self.vars.push((name.to_string(), value));
                     i += 1;
                 }
-                [".if", name] => {
-                    let holds = self.condition(i, name)?;
+                [".if", ..] => {
+                    let holds = self.condition(i, d[".if".len()..].trim(), block, emit)?;
                     i = match self.lines_from(i + 1, block, emit && holds)? {
                         Stop::End(end) => end + 1,
                         Stop::Else(e) => match self.lines_from(e + 1, block, emit && !holds)? {
@@ -798,7 +861,7 @@ impl Expander<'_> {
             Stop::Else(e) => return Err(self.syntax(e, "`.else` without an `.if`")),
             Stop::Eof => return Err(self.syntax(i, format!("`.for {name}` without its `.end`"))),
         };
-        if let Some(count) = count {
+        if let Some(count) = count.filter(|_| emit) {
             let n: i64 = count.parse().unwrap_or(-1);
             if !(0..=MAX_LOOP).contains(&n) {
                 return Err(self.syntax(i, format!("`.for {name}`: count {count} outside 0..={MAX_LOOP}")));

@@ -480,3 +480,22 @@ fn lane_and_half_blocks_repeat_per_lane_and_per_vector_of_half_a_row() {
     assert_eq!(lines[18], "    vext r2, v0, 15");
     assert_eq!(lines[19], "    li r3, 1");
 }
+
+/// A small TT-EmbeddingBag: `tables` tables of 8 x 9 x 10 rows, dim `d1 x d2 x d3`, `rank`.
+fn tt(tables: u32, dims: [u32; 3], rank: u32, extra: &str) -> WorkloadSpec {
+    let text = format!(
+        "name = \"tt\"\nop = \"tt_embedding_bag\"\ntables = {tables}\ndim = {}\ndtype = \"f32\"\n\
+         batch = 6\nbag_size = 3\n{extra}\n[indices]\ndistribution = \"uniform\"\n\
+         [tt]\nrow_factors = [8, 9, 10]\ndim_factors = {dims:?}\nrank = {rank}\n",
+        dims.iter().product::<u32>()
+    );
+    toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap()
+}
+
+#[test]
+fn dump_tt() {
+    let c = compiled(&tt(2, [4, 4, 4], 16, ""), 2);
+    let h = instantiate(&c, &shipped("tt-embedding-bag")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write("/tmp/tt/core.txt", exec_core::print(&h.jobs[0].core)).unwrap();
+    std::fs::write("/tmp/tt/au.txt", h.jobs[0].au.as_ref().unwrap().to_string()).unwrap();
+}
