@@ -113,6 +113,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "tt_rows",
     "tt_scratch",
     "tt_scratch_bytes",
+    "tt_acc",
 ];
 
 /// Placeholders valid only inside a `.for chunk` block.
@@ -286,7 +287,7 @@ impl Values<'_> {
     }
 
     /// The value of a TT-EmbeddingBag placeholder, `None` for a workload without TT cores.
-    fn tt_value(&self, name: &str) -> Option<String> {
+    fn tt_value(&self, name: &str) -> Option<Result<String, String>> {
         let (l, t) = self.tt.as_ref()?;
         let lanes = u64::from(self.lanes.max(1));
         let rank = u64::from(t.rank);
@@ -302,12 +303,22 @@ impl Values<'_> {
             "g1_start" | "g2_start" | "g3_start" => t.core_start(usize::from(name.as_bytes()[1] - b'1')),
             "g1_rows" | "g2_rows" | "g3_rows" => t.slice_rows(usize::from(name.as_bytes()[1] - b'1')),
             "slice_rows" => t.lookup_rows(),
-            "tt_rows" => return Some(format!("{:#x}", l.descriptors)),
-            "tt_scratch" => return Some(format!("{core_scratch:#x}")),
+            "tt_rows" => return Some(Ok(format!("{:#x}", l.descriptors))),
+            "tt_scratch" => return Some(Ok(format!("{core_scratch:#x}"))),
             "tt_scratch_bytes" => l.scratch_bytes,
+            "tt_acc" => {
+                let need = u64::from(self.spec.dim) * rank * 4;
+                if need > l.scratch_bytes && !self.stand_in {
+                    return Some(Err(format!(
+                        "the core's scratch ({} bytes) cannot hold dim x rank = {} x {rank} f32 ({need} bytes)",
+                        l.scratch_bytes, self.spec.dim
+                    )));
+                }
+                return Some(Ok(format!("{core_scratch:#x}")));
+            }
             _ => return None,
         };
-        Some(n.to_string())
+        Some(Ok(n.to_string()))
     }
 
     /// How many times a `.for` block of `kind` repeats.
@@ -387,8 +398,8 @@ impl Values<'_> {
             "relations" | "candidates" | "negatives" => Err(NOT_KG.into()),
             "rank" | "rank_bytes" | "rank_chunks" | "d1" | "d2" | "d3" | "n1" | "n2" | "n3" | "stride1"
             | "stride2" | "g1_start" | "g2_start" | "g3_start" | "g1_rows" | "g2_rows" | "g3_rows"
-            | "slice_rows" | "tt_rows" | "tt_scratch" | "tt_scratch_bytes" => {
-                self.tt_value(name).ok_or_else(|| NOT_TT.to_string())
+            | "slice_rows" | "tt_rows" | "tt_scratch" | "tt_scratch_bytes" | "tt_acc" => {
+                self.tt_value(name).unwrap_or_else(|| Err(NOT_TT.to_string()))
             }
             "half" => self.half().map(|h| h.to_string()),
             "halves" => self.halves().map(|h| h.to_string()),
