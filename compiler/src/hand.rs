@@ -13,10 +13,14 @@
 //! imaginary parts, [`HALF_PLACEHOLDERS`]) and `.for lane` once per vector lane (a horizontal
 //! sum, [`LANE_PLACEHOLDERS`]). A block
 //! `.if CONDITION` [`.else`] `.end` keeps its lines only when the workload has the property
-//! (`multi_table`: more than one table; `weighted`: per-lookup weights), so one template can
-//! leave out what a workload does not need; the streams of an access-unit text are then
+//! (`multi_table`: more than one table; `weighted`: per-lookup weights; `mean`: mean pooling),
+//! so one template can leave out what a workload does not need; the streams of an access-unit text are then
 //! renumbered in the order they are defined, so the template numbers them as if every block
-//! were kept. Comments (`#` to the end of the line) are left alone. The texts are then parsed
+//! were kept. A placeholder may also be an integer expression (`{(a1 * rank + k * lanes) * 4}`,
+//! `{min(lanes, rank)}`), `.for NAME in COUNT` repeats its block with `{NAME}` = `0..COUNT`
+//! (named loops nest), `.let NAME = VALUE` binds a name to the end of its block and `.if EXPR`
+//! takes an expression: what the TT-EmbeddingBag template needs to unroll its contraction for
+//! any shape. Comments (`#` to the end of the line) are left alone. The texts are then parsed
 //! and verified by the two ISAs' parsers; every error names the template and its line
 //! (`programs/README.md` documents the placeholders and the shipped templates).
 //!
