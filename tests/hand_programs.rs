@@ -119,7 +119,14 @@ fn load_error(dir: &Path, stem: &str) -> String {
 }
 
 /// A TT-EmbeddingBag of `tables` tables, rows of `dim_factors`, `rank`, with `extra`.
-fn tt(name: &str, tables: u32, row_factors: [u32; 3], dim_factors: [u32; 3], rank: u32, extra: &str) -> String {
+fn tt(
+    name: &str,
+    tables: u32,
+    row_factors: [u32; 3],
+    dim_factors: [u32; 3],
+    rank: u32,
+    extra: &str,
+) -> String {
     format!(
         "name = \"{name}\"\nop = \"tt_embedding_bag\"\ntables = {tables}\ndim = {}\ndtype = \"f32\"\n\
          batch = 4\nbag_size = 5\n{extra}\nindices = {{ distribution = \"zipf\", alpha = 1.1 }}\n\

@@ -314,7 +314,8 @@ impl Values<'_> {
                 let need = u64::from(self.spec.dim) * rank * 4;
                 if need > l.scratch_bytes && !self.stand_in {
                     return Some(Err(format!(
-                        "the core's scratch ({} bytes) cannot hold dim x rank = {} x {rank} f32 ({need} bytes)",
+                        "the core's scratch ({} bytes) cannot hold dim x rank = {} x {rank} f32 \
+                         ({need} bytes)",
                         l.scratch_bytes, self.spec.dim
                     )));
                 }
@@ -501,7 +502,8 @@ impl Scope<'_> {
 /// digits and `_`.
 fn is_name(s: &str) -> bool {
     let mut c = s.chars();
-    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 /// A recursive-descent evaluator of a placeholder expression; `None` values (a branch not
@@ -642,7 +644,9 @@ impl Expr<'_> {
                 let word = &rest[..len];
                 self.at += len;
                 if c.is_ascii_digit() {
-                    return parse_number(word).map(Some).ok_or_else(|| self.bad(format!("bad number `{word}`")));
+                    return parse_number(word)
+                        .map(Some)
+                        .ok_or_else(|| self.bad(format!("bad number `{word}`")));
                 }
                 if matches!(word, "min" | "max") && self.peek() == Some('(') {
                     self.at += 1;
@@ -734,7 +738,13 @@ impl Expander<'_> {
     /// The value of the `.if` condition `cond` on line `i`: a property of the workload, or an
     /// expression over placeholders and bound names, true unless 0 (false in a branch not
     /// taken, where it is only checked).
-    fn condition(&self, i: usize, cond: &str, block: Option<(Block, u64)>, emit: bool) -> Result<bool, HandError> {
+    fn condition(
+        &self,
+        i: usize,
+        cond: &str,
+        block: Option<(Block, u64)>,
+        emit: bool,
+    ) -> Result<bool, HandError> {
         match cond {
             "multi_table" => return Ok(self.v.spec.tables > 1),
             "weighted" => return Ok(self.v.weights.is_some()),
@@ -841,13 +851,21 @@ impl Expander<'_> {
 
     /// An error unless `name` may be bound by a `.for NAME in` or `.let NAME =` on line `i`: it
     /// is not a placeholder, a block kind or a name already bound.
-    fn check_free(&self, i: usize, what: &str, name: &str, block: Option<(Block, u64)>) -> Result<(), HandError> {
+    fn check_free(
+        &self,
+        i: usize,
+        what: &str,
+        name: &str,
+        block: Option<(Block, u64)>,
+    ) -> Result<(), HandError> {
         let taken = self.v.get(name, block).is_some()
             || self.vars.iter().any(|(v, _)| v == name)
             || Block::parse(name).is_some()
             || matches!(name, "min" | "max");
         if taken {
-            return Err(self.syntax(i, format!("`{what} {name}`: the name is taken (a placeholder or a bound name)")));
+            return Err(
+                self.syntax(i, format!("`{what} {name}`: the name is taken (a placeholder or a bound name)"))
+            );
         }
         Ok(())
     }

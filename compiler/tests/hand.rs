@@ -345,7 +345,8 @@ fn every_listed_placeholder_has_a_value() {
         assert!(matches!(&e, HandError::Unavailable { line: 2, name: n, .. } if n == name), "{e:?}");
     }
     // Message passing and knowledge-graph scoring have theirs (and the generic ones).
-    for (spec, only) in [(scatter(2), SCATTER_ONLY), (kg("distmult", 7, 20), KG_ONLY), (tt(2, [2, 3, 2], 5, ""), TT_ONLY)]
+    for (spec, only) in
+        [(scatter(2), SCATTER_ONLY), (kg("distmult", 7, 20), KG_ONLY), (tt(2, [2, 3, 2], 5, ""), TT_ONLY)]
     {
         let names: Vec<&str> = generic.iter().chain(only).copied().filter(|&n| n != "weights").collect();
         let h = instantiate(&compiled(&spec, 3), &with_core(&li_template(&names))).unwrap();
@@ -535,18 +536,18 @@ fn expressions_named_loops_and_lets_compute_what_a_template_needs() {
     // Expressions over placeholders, with C precedence, min/max, shifts and comparisons.
     let lines = core_lines(
         &spec,
-        ".core lanes={lanes}\n    li r1, {(d1 * d2 + 1) * rank - 3 / 2 % 5}\n    li r2, {min(lanes, rank) - max(d3, 9)}\n\
-         li r3, {1 << d2 >> 1}\n    li r4, {rank >= 5}\n    li r5, {-rank}\n    li r6, {tables + 16}\n    halt\n",
+        ".core lanes={lanes}\n    li r1, {(d1 * d2 + 1) * rank - 3 / 2 % 5}\n\
+         li r2, {min(lanes, rank) - max(d3, 9)}\n    li r3, {1 << d2 >> 1}\n    li r4, {rank >= 5}\n\
+         li r5, {-rank}\n    li r6, {tables + 16}\n    halt\n",
     )
     .unwrap();
     let tables = compiled(&spec, 2).layout.tables as i64;
-    assert_eq!(
-        lines[..6],
-        ["li r1, 34", "li r2, -4", "li r3, 4", "li r4, 1", "li r5, -5", &format!("li r6, {}", tables + 16)]
-    );
+    let table_line = format!("li r6, {}", tables + 16);
+    assert_eq!(lines[..6], ["li r1, 34", "li r2, -4", "li r3, 4", "li r4, 1", "li r5, -5", &table_line]);
     // Named loops nest (in each other and in a `.for chunk` block), `.let` lasts to the end of
     // its block, and `.if` takes an expression.
-    let text = ".core lanes={lanes}\n.let base = 10\n.for a in d1\n.for b in a + 1\n.let x = base + a * 4 + b\n\
+    let text = ".core lanes={lanes}\n.let base = 10\n.for a in d1\n.for b in a + 1\n\
+                .let x = base + a * 4 + b\n\
                 li r{x}, {a}\n.if b == a\n    li r1, {b}\n.end\n.end\n.end\n.for chunk\n.for k in 2\n\
                 li r2, {chunk * 10 + k}\n.end\n.end\n    halt\n";
     let lines = core_lines(&spec, text).unwrap();
@@ -555,24 +556,42 @@ fn expressions_named_loops_and_lets_compute_what_a_template_needs() {
         ["li r10, 0", "li r1, 0", "li r14, 1", "li r15, 1", "li r1, 1", "li r2, 0", "li r2, 1", "halt"]
     );
     // A loop of 0 repetitions writes nothing; its lines are still checked.
-    let lines = core_lines(&spec, ".core lanes={lanes}\n.for i in rank - 5\n    li r1, {i}\n.end\n    halt\n").unwrap();
+    let lines =
+        core_lines(&spec, ".core lanes={lanes}\n.for i in rank - 5\n    li r1, {i}\n.end\n    halt\n")
+            .unwrap();
     assert_eq!(lines, ["halt"]);
     let e = core_lines(&spec, ".core lanes={lanes}\n.for i in 0\n    li r1, {bogus}\n.end\n").unwrap_err();
     assert!(matches!(&e, HandError::UnknownPlaceholder { line: 3, name, .. } if name == "bogus"), "{e:?}");
     // Errors name the template line.
     for (text, line, message) in [
         (".core lanes=16\n    li r1, {rank +}\n", 2, "bad expression `{rank +}`: it ends too early"),
-        (".core lanes=16\n    li r1, {rank / (d1 - 2)}\n", 2, "bad expression `{rank / (d1 - 2)}`: 5 / 0 has no value"),
+        (
+            ".core lanes=16\n    li r1, {rank / (d1 - 2)}\n",
+            2,
+            "bad expression `{rank / (d1 - 2)}`: 5 / 0 has no value",
+        ),
         (".core lanes=16\n    li r1, {(rank}\n", 2, "bad expression `{(rank}`: expected `)`"),
         (".core lanes=16\n    li r1, {rank rank}\n", 2, "bad expression `{rank rank}`: unexpected `rank`"),
-        (".core lanes=16\n.for rank in 2\n.end\n", 2, "`.for rank`: the name is taken (a placeholder or a bound name)"),
-        (".core lanes=16\n.for i in 2\n.for i in 2\n.end\n.end\n", 3, "`.for i`: the name is taken (a placeholder or a bound name)"),
+        (
+            ".core lanes=16\n.for rank in 2\n.end\n",
+            2,
+            "`.for rank`: the name is taken (a placeholder or a bound name)",
+        ),
+        (
+            ".core lanes=16\n.for i in 2\n.for i in 2\n.end\n.end\n",
+            3,
+            "`.for i`: the name is taken (a placeholder or a bound name)",
+        ),
         (".core lanes=16\n.let d1 = 2\n", 2, "`.let d1`: the name is taken (a placeholder or a bound name)"),
         (".core lanes=16\n.for i in 2\n", 2, "`.for i` without its `.end`"),
         (".core lanes=16\n.for i in 0 - 1\n.end\n", 2, "`.for i`: count -1 outside 0..=65536"),
     ] {
         let e = core_lines(&spec, text).unwrap_err();
-        assert_eq!(e, HandError::Syntax { template: "x.core".into(), line, message: message.into() }, "{text}");
+        assert_eq!(
+            e,
+            HandError::Syntax { template: "x.core".into(), line, message: message.into() },
+            "{text}"
+        );
     }
     // A bound name is gone after its block.
     let e = core_lines(&spec, ".core lanes=16\n.for i in 2\n.end\n    li r1, {i}\n").unwrap_err();
