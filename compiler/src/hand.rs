@@ -295,7 +295,8 @@ impl Values<'_> {
         let (l, t) = self.tt.as_ref()?;
         let lanes = u64::from(self.lanes.max(1));
         let rank = u64::from(t.rank);
-        let core_scratch = l.scratch + (self.core as u64).min(u64::from(l.cores) - 1) * l.scratch_bytes;
+        let core_scratch =
+            l.scratch + (self.core as u64).min(u64::from(l.cores).saturating_sub(1)) * l.scratch_bytes;
         let n = match name {
             "rank" => rank,
             "rank_bytes" => 4 * rank,
@@ -520,9 +521,8 @@ impl Expr<'_> {
     }
 
     fn skip_ws(&mut self) {
-        while self.text[self.at..].starts_with(char::is_whitespace) {
-            self.at += 1;
-        }
+        let rest = &self.text[self.at..];
+        self.at += rest.len() - rest.trim_start().len();
     }
 
     fn peek(&mut self) -> Option<char> {

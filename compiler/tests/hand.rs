@@ -571,6 +571,12 @@ fn expressions_named_loops_and_lets_compute_what_a_template_needs() {
             "bad expression `{rank / (d1 - 2)}`: 5 / 0 has no value",
         ),
         (".core lanes=16\n    li r1, {(rank}\n", 2, "bad expression `{(rank}`: expected `)`"),
+        (
+            ".core lanes=16\n    li r1, {rank \u{e9}}\n",
+            2,
+            "bad expression `{rank \u{e9}}`: unexpected `\u{e9}`",
+        ),
+        (".core lanes=16\n    li r1, {\u{a0}\u{e9}}\n", 2, "bad expression `{\u{e9}}`: unexpected `\u{e9}`"),
         (".core lanes=16\n    li r1, {rank rank}\n", 2, "bad expression `{rank rank}`: unexpected `rank`"),
         (
             ".core lanes=16\n.for rank in 2\n.end\n",
