@@ -118,6 +118,81 @@ fn load_error(dir: &Path, stem: &str) -> String {
     }
 }
 
+/// A TT-EmbeddingBag of `tables` tables, rows of `dim_factors`, `rank`, with `extra`.
+fn tt(
+    name: &str,
+    tables: u32,
+    row_factors: [u32; 3],
+    dim_factors: [u32; 3],
+    rank: u32,
+    extra: &str,
+) -> String {
+    format!(
+        "name = \"{name}\"\nop = \"tt_embedding_bag\"\ntables = {tables}\ndim = {}\ndtype = \"f32\"\n\
+         batch = 4\nbag_size = 5\n{extra}\nindices = {{ distribution = \"zipf\", alpha = 1.1 }}\n\
+         tt = {{ row_factors = {row_factors:?}, dim_factors = {dim_factors:?}, rank = {rank} }}",
+        dim_factors.iter().product::<u32>()
+    )
+}
+
+#[test]
+fn tt_embedding_bags_verify_with_the_hand_programs() {
+    let dir = temp_dir("hand-programs-tt");
+    let stem = programs().join("tt-embedding-bag").display().to_string();
+    let workloads = [
+        // Rank 5 (a partial vector), two tables, rows of 12.
+        tt("tt-rank5", 2, [3, 4, 5], [2, 3, 2], 5, ""),
+        // Rank 16 (one full vector), mean pooling.
+        tt("tt-mean", 1, [2, 2, 7], [1, 4, 3], 16, "pooling = \"mean\""),
+        // Rank 20 (a full vector and a partial one), three tables.
+        tt("tt-rank20", 3, [3, 3, 3], [2, 2, 2], 20, ""),
+        // Rows of one column.
+        tt("tt-dim1", 2, [4, 3, 2], [1, 1, 1], 7, "pooling = \"mean\""),
+        // tt-rec's shape, rows of 64 from cores of rank 16, several tables.
+        tt("tt-rec", 2, [10, 10, 10], [4, 4, 4], 16, ""),
+    ];
+    let bodies: Vec<&str> = workloads.iter().map(String::as_str).collect();
+    let exp = Experiment::load(&experiment(&dir, &[("hand", &stem)], &bodies), &Overrides::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let seeds = exp.seeds();
+    let (_, plan) = &exp.systems[0];
+    for spec in &exp.file.workload {
+        assert_eq!(compiler::hand::family(spec), "tt-embedding-bag");
+        let generated = EmbeddingBagInstance::generate(spec, &seeds);
+        // The same tables with bags of 0, 1 and several lookups (a row twice, the last row):
+        // per table, an empty bag, a single lookup, a repeated row; more cores (4) than the
+        // non-empty bags of one table, so some cores get only empty bags or none.
+        let rows = spec.rows as u32;
+        let shapes = [vec![], vec![3 % rows], vec![rows - 1, 0, rows - 1], vec![]];
+        let mut offsets = vec![0u32];
+        let mut indices = Vec::new();
+        for _ in 0..spec.tables {
+            for b in &shapes {
+                indices.extend(b);
+                offsets.push(indices.len() as u32);
+            }
+        }
+        let corners = EmbeddingBagInstance { offsets, indices, ..generated.clone() };
+        for (what, inst) in [("generated", &generated), ("corners", &corners)] {
+            let reference = inst.reference(spec);
+            assert!(reference.iter().any(|&v| v != 0.0), "{} {what}", spec.name);
+            let m = run_pair(&seeds, exp.max_sim_time, plan, spec, inst, &reference)
+                .unwrap_or_else(|e| panic!("{} {what}: {e}", spec.name));
+            assert_eq!(m.verified, Some(Ok(())), "{} {what}", spec.name);
+            assert_eq!(m.lookups, inst.indices.len() as u64, "{} {what}", spec.name);
+        }
+    }
+    // A workload of another family has no TT shape: the error names the template and line.
+    let cfg = experiment(&dir, &[("hand", &stem)], &[&bag("bag-sum", "")]);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let spec = &exp.file.workload[0];
+    let inst = EmbeddingBagInstance::generate(spec, &seeds);
+    let e = run_pair(&seeds, exp.max_sim_time, &exp.systems[0].1, spec, &inst, &inst.reference(spec))
+        .unwrap_err();
+    assert!(e.starts_with(&format!("programs: {stem}.au:")), "{e}");
+    assert!(e.contains(": {stride1}: the workload has no tensor-train cores"), "{e}");
+}
+
 #[test]
 fn a_missing_file_or_a_bad_template_is_a_config_error_naming_the_file_and_key() {
     let dir = temp_dir("hand-programs-errors");
@@ -182,6 +257,7 @@ fn a_directory_serves_every_op_family_with_its_own_programs() {
         ("kg-transe", triples("transe-few", "transe", 3, 20)),
         ("kg-distmult", triples("distmult-few", "distmult", 3, 20)),
         ("kg-complex", triples("complex-few", "complex", 3, 20)),
+        ("tt-embedding-bag", tt("tt", 2, [3, 4, 5], [2, 3, 2], 5, "")),
         (
             "embedding-bag-weighted",
             "name = \"attention\"\nop = \"sparse_attention\"\ntables = 3\nrows = 512\ndim = 20\n\

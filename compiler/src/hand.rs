@@ -13,10 +13,14 @@
 //! imaginary parts, [`HALF_PLACEHOLDERS`]) and `.for lane` once per vector lane (a horizontal
 //! sum, [`LANE_PLACEHOLDERS`]). A block
 //! `.if CONDITION` [`.else`] `.end` keeps its lines only when the workload has the property
-//! (`multi_table`: more than one table; `weighted`: per-lookup weights), so one template can
-//! leave out what a workload does not need; the streams of an access-unit text are then
+//! (`multi_table`: more than one table; `weighted`: per-lookup weights; `mean`: mean pooling),
+//! so one template can leave out what a workload does not need; the streams of an access-unit text are then
 //! renumbered in the order they are defined, so the template numbers them as if every block
-//! were kept. Comments (`#` to the end of the line) are left alone. The texts are then parsed
+//! were kept. A placeholder may also be an integer expression (`{(a1 * rank + k * lanes) * 4}`,
+//! `{min(lanes, rank)}`), `.for NAME in COUNT` repeats its block with `{NAME}` = `0..COUNT`
+//! (named loops nest), `.let NAME = VALUE` binds a name to the end of its block and `.if EXPR`
+//! takes an expression: what the TT-EmbeddingBag template needs to unroll its contraction for
+//! any shape. Comments (`#` to the end of the line) are left alone. The texts are then parsed
 //! and verified by the two ISAs' parsers; every error names the template and its line
 //! (`programs/README.md` documents the placeholders and the shipped templates).
 //!
@@ -24,8 +28,8 @@
 //! programs are replaced. This module reads no files: the caller hands it the texts.
 
 use crate::codegen::CompiledWorkload;
-use crate::layout::KgLayout;
-use crate::workload::{KgModel, Op, Pooling, WorkloadSpec};
+use crate::layout::{KgLayout, TtLayout};
+use crate::workload::{KgModel, Op, Pooling, TtShape, WorkloadSpec};
 use std::fmt::Write as _;
 use std::ops::Range;
 use thiserror::Error;
@@ -91,6 +95,29 @@ pub const PLACEHOLDERS: &[&str] = &[
     "negatives",
     "half",
     "halves",
+    "rank",
+    "rank_bytes",
+    "rank_chunks",
+    "d1",
+    "d2",
+    "d3",
+    "n1",
+    "n2",
+    "n3",
+    "stride1",
+    "stride2",
+    "g1_start",
+    "g2_start",
+    "g3_start",
+    "g1_rows",
+    "g2_rows",
+    "g3_rows",
+    "slice_rows",
+    "stored_rows",
+    "tt_rows",
+    "tt_scratch",
+    "tt_scratch_bytes",
+    "tt_acc",
 ];
 
 /// Placeholders valid only inside a `.for chunk` block.
@@ -227,6 +254,8 @@ struct Values<'a> {
     edges: Option<Range<u64>>,
     /// Knowledge-graph scoring's extra arrays.
     kg: Option<KgLayout>,
+    /// TT-EmbeddingBag's descriptors and scratch, with its shape.
+    tt: Option<(TtLayout, TtShape)>,
     tables: u64,
     out: u64,
     bags: Range<u64>,
@@ -241,6 +270,7 @@ struct Values<'a> {
 
 const NOT_SCATTER: &str = "the workload has no edge list (only op = \"gnn_scatter\" has)";
 const NOT_KG: &str = "the workload has no triples (only op = \"kg_score\" has)";
+const NOT_TT: &str = "the workload has no tensor-train cores (only op = \"tt_embedding_bag\" has)";
 
 impl Values<'_> {
     fn chunks(&self) -> u64 {
@@ -258,6 +288,43 @@ impl Values<'_> {
 
     fn halves(&self) -> Result<u64, String> {
         Ok(self.half()?.div_ceil(u64::from(self.lanes.max(1))))
+    }
+
+    /// The value of a TT-EmbeddingBag placeholder, `None` for a workload without TT cores.
+    fn tt_value(&self, name: &str) -> Option<Result<String, String>> {
+        let (l, t) = self.tt.as_ref()?;
+        let lanes = u64::from(self.lanes.max(1));
+        let rank = u64::from(t.rank);
+        let core_scratch =
+            l.scratch + (self.core as u64).min(u64::from(l.cores).saturating_sub(1)) * l.scratch_bytes;
+        let n = match name {
+            "rank" => rank,
+            "rank_bytes" => 4 * rank,
+            "rank_chunks" => rank.div_ceil(lanes),
+            "d1" | "d2" | "d3" => t.factor(usize::from(name.as_bytes()[1] - b'1')).1,
+            "n1" | "n2" | "n3" => t.factor(usize::from(name.as_bytes()[1] - b'1')).0,
+            "stride1" => t.stride(0),
+            "stride2" => t.stride(1),
+            "g1_start" | "g2_start" | "g3_start" => t.core_start(usize::from(name.as_bytes()[1] - b'1')),
+            "g1_rows" | "g2_rows" | "g3_rows" => t.slice_rows(usize::from(name.as_bytes()[1] - b'1')),
+            "slice_rows" => t.lookup_rows(),
+            "tt_rows" => return Some(Ok(format!("{:#x}", l.descriptors))),
+            "tt_scratch" => return Some(Ok(format!("{core_scratch:#x}"))),
+            "tt_scratch_bytes" => l.scratch_bytes,
+            "tt_acc" => {
+                let need = u64::from(self.spec.dim) * rank * 4;
+                if need > l.scratch_bytes && !self.stand_in {
+                    return Some(Err(format!(
+                        "the core's scratch ({} bytes) cannot hold dim x rank = {} x {rank} f32 \
+                         ({need} bytes)",
+                        l.scratch_bytes, self.spec.dim
+                    )));
+                }
+                return Some(Ok(format!("{core_scratch:#x}")));
+            }
+            _ => return None,
+        };
+        Some(Ok(n.to_string()))
     }
 
     /// How many times a `.for` block of `kind` repeats.
@@ -317,6 +384,7 @@ impl Values<'_> {
             "lookup_start" => dec(self.lookups.start),
             "lookup_end" => dec(self.lookups.end),
             "rows" => dec(self.spec.rows),
+            "stored_rows" => dec(self.spec.stored_rows()),
             "dim" => dec(u64::from(self.spec.dim)),
             "row_bytes" => dec(row_bytes),
             "batch" => dec(u64::from(self.spec.batch.max(1))),
@@ -343,6 +411,11 @@ impl Values<'_> {
             "candidates" if is_kg => dec(self.spec.out_width()),
             "negatives" if is_kg => dec(u64::from(self.spec.negatives)),
             "relations" | "candidates" | "negatives" => Err(NOT_KG.into()),
+            "rank" | "rank_bytes" | "rank_chunks" | "d1" | "d2" | "d3" | "n1" | "n2" | "n3" | "stride1"
+            | "stride2" | "g1_start" | "g2_start" | "g3_start" | "g1_rows" | "g2_rows" | "g3_rows"
+            | "slice_rows" | "tt_rows" | "tt_scratch" | "tt_scratch_bytes" | "tt_acc" => {
+                self.tt_value(name).unwrap_or_else(|| Err(NOT_TT.to_string()))
+            }
             "half" => self.half().map(|h| h.to_string()),
             "halves" => self.halves().map(|h| h.to_string()),
             "chunk" => inside(&chunk_or_half, &|c| Ok(c)),
@@ -367,30 +440,31 @@ fn split_comment(line: &str) -> (&str, &str) {
     line.find('#').map_or((line, ""), |i| line.split_at(i))
 }
 
-/// Replaces the placeholders of one template line (its code; the comment is kept as is).
-fn substitute(
-    t: &Template,
+/// Where a template line is expanded: its template and line, the core's values, the `.for`
+/// block of a kind it is in (and its repetition), the named loops' variables, and whether it
+/// is written (lines of a branch not taken are checked for unknown names only).
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    t: &'a Template,
     no: usize,
-    line: &str,
-    v: &Values,
+    v: &'a Values<'a>,
     block: Option<(Block, u64)>,
+    vars: &'a [(String, i64)],
     emit: bool,
-) -> Result<String, HandError> {
-    let (code, comment) = split_comment(line);
-    let mut out = String::with_capacity(line.len() + 16);
-    let mut rest = code;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('}') else {
-            return Err(HandError::Syntax {
-                template: t.name.clone(),
-                line: no,
-                message: format!("unclosed `{{` in \"{}\"", code.trim()),
-            });
-        };
-        let name = after[..close].trim();
-        match v.get(name, block) {
+}
+
+impl Scope<'_> {
+    fn syntax(&self, message: impl Into<String>) -> HandError {
+        HandError::Syntax { template: self.t.name.clone(), line: self.no, message: message.into() }
+    }
+
+    /// The value of one name: a named loop's variable, else a placeholder. `Ok(None)` for a
+    /// placeholder without a value in a branch not taken.
+    fn name(&self, name: &str) -> Result<Option<String>, HandError> {
+        if let Some((_, n)) = self.vars.iter().rev().find(|(v, _)| v == name) {
+            return Ok(Some(n.to_string()));
+        }
+        match self.v.get(name, self.block) {
             None => {
                 let mut known: Vec<&str> = Vec::new();
                 for &n in PLACEHOLDERS.iter().chain(CHUNK_PLACEHOLDERS).chain(HALF_PLACEHOLDERS) {
@@ -399,24 +473,232 @@ fn substitute(
                     }
                 }
                 known.extend(LANE_PLACEHOLDERS);
-                return Err(HandError::UnknownPlaceholder {
-                    template: t.name.clone(),
-                    line: no,
+                Err(HandError::UnknownPlaceholder {
+                    template: self.t.name.clone(),
+                    line: self.no,
                     name: name.to_string(),
                     known: known.join(", "),
-                });
+                })
             }
-            // In a branch not taken only the names are checked.
-            Some(_) if !emit => {}
-            Some(Err(why)) => {
-                return Err(HandError::Unavailable {
-                    template: t.name.clone(),
-                    line: no,
-                    name: name.to_string(),
-                    why,
-                });
+            Some(_) if !self.emit => Ok(None),
+            Some(Err(why)) => Err(HandError::Unavailable {
+                template: self.t.name.clone(),
+                line: self.no,
+                name: name.to_string(),
+                why,
+            }),
+            Some(Ok(value)) => Ok(Some(value)),
+        }
+    }
+
+    /// The value of `{text}`: a name, or an integer expression over names and numbers
+    /// (`+ - * / %`, parentheses, `min(a, b)`, `max(a, b)`). `None` in a branch not taken.
+    fn eval(&self, text: &str) -> Result<Option<String>, HandError> {
+        let text = text.trim();
+        if is_name(text) {
+            return self.name(text);
+        }
+        let mut e = Expr { s: self, text, at: 0 };
+        let n = e.compare()?;
+        e.skip_ws();
+        if e.at < text.len() {
+            return Err(e.bad(format!("unexpected `{}`", &text[e.at..])));
+        }
+        Ok(n.map(|n| n.to_string()))
+    }
+}
+
+/// Whether `s` is a name (a placeholder or a loop variable): a letter or `_`, then letters,
+/// digits and `_`.
+fn is_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// A recursive-descent evaluator of a placeholder expression; `None` values (a branch not
+/// taken) propagate, and arithmetic errors then are not reported.
+struct Expr<'a> {
+    s: &'a Scope<'a>,
+    text: &'a str,
+    at: usize,
+}
+
+impl Expr<'_> {
+    fn bad(&self, why: String) -> HandError {
+        self.s.syntax(format!("bad expression `{{{}}}`: {why}", self.text))
+    }
+
+    fn skip_ws(&mut self) {
+        let rest = &self.text[self.at..];
+        self.at += rest.len() - rest.trim_start().len();
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.skip_ws();
+        self.text[self.at..].chars().next()
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), HandError> {
+        if self.peek() == Some(c) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(self.bad(format!("expected `{c}`")))
+        }
+    }
+
+    fn apply(&self, op: char, a: Option<i64>, b: Option<i64>) -> Result<Option<i64>, HandError> {
+        let (Some(a), Some(b)) = (a, b) else { return Ok(None) };
+        let r = match op {
+            '+' => a.checked_add(b),
+            '-' => a.checked_sub(b),
+            '*' => a.checked_mul(b),
+            '/' => a.checked_div(b),
+            '%' => a.checked_rem(b),
+            'm' => Some(a.min(b)),
+            'M' => Some(a.max(b)),
+            '<' => Some(i64::from(a < b)),
+            'l' => Some(i64::from(a <= b)),
+            '>' => Some(i64::from(a > b)),
+            'g' => Some(i64::from(a >= b)),
+            '=' => Some(i64::from(a == b)),
+            _ => Some(i64::from(a != b)),
+        };
+        r.map(Some).ok_or_else(|| self.bad(format!("{a} {op} {b} has no value")))
+    }
+
+    /// A comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`: 1 if it holds, else 0), or a shift.
+    fn compare(&mut self) -> Result<Option<i64>, HandError> {
+        let a = self.shift()?;
+        let rest = &self.text[self.at..];
+        let rest = rest.trim_start();
+        let skipped = self.text.len() - self.at - rest.len();
+        let op = ["<=", ">=", "==", "!=", "<", ">"].into_iter().find(|op| rest.starts_with(op));
+        let Some(op) = op else { return Ok(a) };
+        self.at += skipped + op.len();
+        let b = self.shift()?;
+        let code = match op {
+            "<=" => 'l',
+            ">=" => 'g',
+            "==" => '=',
+            "!=" => '!',
+            "<" => '<',
+            _ => '>',
+        };
+        self.apply(code, a, b)
+    }
+
+    /// `a << b` or `a >> b` (arithmetic; `b` in 0..64), or a sum.
+    fn shift(&mut self) -> Result<Option<i64>, HandError> {
+        let mut a = self.sum()?;
+        loop {
+            self.skip_ws();
+            let rest = &self.text[self.at..];
+            let op = if rest.starts_with("<<") {
+                '<'
+            } else if rest.starts_with(">>") {
+                '>'
+            } else {
+                return Ok(a);
+            };
+            self.at += 2;
+            let b = self.sum()?;
+            a = match (a, b) {
+                (Some(x), Some(n)) if (0..64).contains(&n) => {
+                    Some(if op == '<' { x.wrapping_shl(n as u32) } else { x >> n })
+                }
+                (Some(x), Some(n)) => return Err(self.bad(format!("shift of {x} by {n}"))),
+                _ => None,
+            };
+        }
+    }
+
+    fn sum(&mut self) -> Result<Option<i64>, HandError> {
+        let mut a = self.product()?;
+        while let Some(op @ ('+' | '-')) = self.peek() {
+            self.at += 1;
+            let b = self.product()?;
+            a = self.apply(op, a, b)?;
+        }
+        Ok(a)
+    }
+
+    fn product(&mut self) -> Result<Option<i64>, HandError> {
+        let mut a = self.atom()?;
+        while let Some(op @ ('*' | '/' | '%')) = self.peek() {
+            self.at += 1;
+            let b = self.atom()?;
+            a = self.apply(op, a, b)?;
+        }
+        Ok(a)
+    }
+
+    fn atom(&mut self) -> Result<Option<i64>, HandError> {
+        match self.peek() {
+            Some('(') => {
+                self.at += 1;
+                let a = self.compare()?;
+                self.expect(')')?;
+                Ok(a)
             }
-            Some(Ok(value)) => out.push_str(&value),
+            Some('-') => {
+                self.at += 1;
+                let a = self.atom()?;
+                self.apply('-', Some(0), a)
+            }
+            Some(c) if c.is_ascii_alphanumeric() || c == '_' => {
+                let rest = &self.text[self.at..];
+                let len = rest.find(|x: char| !(x.is_ascii_alphanumeric() || x == '_')).unwrap_or(rest.len());
+                let word = &rest[..len];
+                self.at += len;
+                if c.is_ascii_digit() {
+                    return parse_number(word)
+                        .map(Some)
+                        .ok_or_else(|| self.bad(format!("bad number `{word}`")));
+                }
+                if matches!(word, "min" | "max") && self.peek() == Some('(') {
+                    self.at += 1;
+                    let a = self.sum()?;
+                    self.expect(',')?;
+                    let b = self.sum()?;
+                    self.expect(')')?;
+                    return self.apply(if word == "min" { 'm' } else { 'M' }, a, b);
+                }
+                match self.s.name(word)? {
+                    None => Ok(None),
+                    Some(value) => parse_number(&value)
+                        .map(Some)
+                        .ok_or_else(|| self.bad(format!("{{{word}}} = {value} is not a number"))),
+                }
+            }
+            Some(c) => Err(self.bad(format!("unexpected `{c}`"))),
+            None => Err(self.bad("it ends too early".into())),
+        }
+    }
+}
+
+/// A decimal or `0x` hexadecimal integer.
+fn parse_number(s: &str) -> Option<i64> {
+    match s.strip_prefix("0x") {
+        Some(hex) => i64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Replaces the placeholders of one template line (its code; the comment is kept as is).
+fn substitute(scope: &Scope, line: &str) -> Result<String, HandError> {
+    let (code, comment) = split_comment(line);
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = code;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return Err(scope.syntax(format!("unclosed `{{` in \"{}\"", code.trim())));
+        };
+        if let Some(value) = scope.eval(&after[..close])? {
+            out.push_str(&value);
         }
         rest = &after[close + 1..];
     }
@@ -429,7 +711,7 @@ fn substitute(
 fn directive(line: &str) -> Option<&str> {
     let code = split_comment(line).0.trim();
     let word = code.split_whitespace().next().unwrap_or("");
-    matches!(word, ".for" | ".if" | ".else" | ".end").then_some(code)
+    matches!(word, ".for" | ".let" | ".if" | ".else" | ".end").then_some(code)
 }
 
 /// What ended a run of lines.
@@ -450,35 +732,62 @@ struct Expander<'a> {
     text: String,
     /// For each line of `text`, the template line it comes from (1-based).
     from: Vec<usize>,
+    /// The enclosing named loops' variables and their values, innermost last.
+    vars: Vec<(String, i64)>,
 }
+
+/// Most repetitions of one named loop (`.for NAME in COUNT`).
+const MAX_LOOP: i64 = 1 << 16;
 
 impl Expander<'_> {
     fn syntax(&self, line: usize, message: impl Into<String>) -> HandError {
         HandError::Syntax { template: self.t.name.clone(), line: line + 1, message: message.into() }
     }
 
-    /// The value of an `.if` condition.
-    fn condition(&self, i: usize, name: &str) -> Result<bool, HandError> {
-        match name {
-            "multi_table" => Ok(self.v.spec.tables > 1),
-            "weighted" => Ok(self.v.weights.is_some()),
-            _ => Err(self.syntax(i, format!("unknown condition `{name}` (multi_table, weighted)"))),
+    /// The value of the `.if` condition `cond` on line `i`: a property of the workload, or an
+    /// expression over placeholders and bound names, true unless 0 (false in a branch not
+    /// taken, where it is only checked).
+    fn condition(
+        &self,
+        i: usize,
+        cond: &str,
+        block: Option<(Block, u64)>,
+        emit: bool,
+    ) -> Result<bool, HandError> {
+        match cond {
+            "multi_table" => return Ok(self.v.spec.tables > 1),
+            "weighted" => return Ok(self.v.weights.is_some()),
+            "mean" => return Ok(self.v.spec.pooling == Pooling::Mean),
+            _ => {}
         }
+        let bound = self.v.get(cond, block).is_some() || self.vars.iter().any(|(v, _)| v == cond);
+        if cond.is_empty() || (is_name(cond) && !bound) {
+            return Err(self.syntax(
+                i,
+                format!("unknown condition `{cond}` (multi_table, weighted, mean, or an expression)"),
+            ));
+        }
+        let scope = Scope { t: self.t, no: i + 1, v: self.v, block, vars: &self.vars, emit };
+        Ok(scope.eval(cond)?.is_some_and(|n| n != "0"))
     }
 
     /// Expands lines from `i` up to the `.end` or `.else` that closes the enclosing block (or
     /// the end), with `block` (its kind and repetition) inside a `.for` block; writes them only
     /// if `emit` (lines of a branch not taken are checked for unknown placeholders only).
-    fn lines_from(
-        &mut self,
-        mut i: usize,
-        block: Option<(Block, u64)>,
-        emit: bool,
-    ) -> Result<Stop, HandError> {
+    fn lines_from(&mut self, i: usize, block: Option<(Block, u64)>, emit: bool) -> Result<Stop, HandError> {
+        // A `.let` lasts to the end of its block.
+        let saved = self.vars.len();
+        let r = self.lines_in(i, block, emit);
+        self.vars.truncate(saved);
+        r
+    }
+
+    fn lines_in(&mut self, mut i: usize, block: Option<(Block, u64)>, emit: bool) -> Result<Stop, HandError> {
         while i < self.lines.len() {
             let line = self.lines[i];
             let Some(d) = directive(line) else {
-                let s = substitute(self.t, i + 1, line, self.v, block, emit)?;
+                let scope = Scope { t: self.t, no: i + 1, v: self.v, block, vars: &self.vars, emit };
+                let s = substitute(&scope, line)?;
                 if emit {
                     let _ = writeln!(self.text, "{s}");
                     self.from.push(i + 1);
@@ -512,8 +821,19 @@ impl Expander<'_> {
                     }
                     i = end + 1;
                 }
-                [".if", name] => {
-                    let holds = self.condition(i, name)?;
+                [".for", name, "in", ..] if is_name(name) => {
+                    i = self.named_loop(i, d, name, block, emit)?;
+                }
+                [".let", name, "=", ..] if is_name(name) => {
+                    self.check_free(i, ".let", name, block)?;
+                    let expr = d.split_once('=').map_or("", |(_, e)| e);
+                    let scope = Scope { t: self.t, no: i + 1, v: self.v, block, vars: &self.vars, emit };
+                    let value = scope.eval(expr)?.and_then(|n| n.parse().ok()).unwrap_or(0);
+                    self.vars.push((name.to_string(), value));
+                    i += 1;
+                }
+                [".if", ..] => {
+                    let holds = self.condition(i, d[".if".len()..].trim(), block, emit)?;
                     i = match self.lines_from(i + 1, block, emit && holds)? {
                         Stop::End(end) => end + 1,
                         Stop::Else(e) => match self.lines_from(e + 1, block, emit && !holds)? {
@@ -529,13 +849,73 @@ impl Expander<'_> {
                         i,
                         format!(
                             "unknown directive `{d}` (`.for chunk`, `.for half`, `.for lane`, \
-                             `.if CONDITION`, `.else`, `.end`)"
+                             `.for NAME in COUNT`, `.let NAME = VALUE`, `.if CONDITION`, `.else`, `.end`)"
                         ),
                     ));
                 }
             }
         }
         Ok(Stop::Eof)
+    }
+
+    /// An error unless `name` may be bound by a `.for NAME in` or `.let NAME =` on line `i`: it
+    /// is not a placeholder, a block kind or a name already bound.
+    fn check_free(
+        &self,
+        i: usize,
+        what: &str,
+        name: &str,
+        block: Option<(Block, u64)>,
+    ) -> Result<(), HandError> {
+        let taken = self.v.get(name, block).is_some()
+            || self.vars.iter().any(|(v, _)| v == name)
+            || Block::parse(name).is_some()
+            || matches!(name, "min" | "max");
+        if taken {
+            return Err(
+                self.syntax(i, format!("`{what} {name}`: the name is taken (a placeholder or a bound name)"))
+            );
+        }
+        Ok(())
+    }
+
+    /// Expands the named loop `.for NAME in COUNT` on line `i` (directive text `d`): its block
+    /// once per value `0..COUNT` of `{NAME}`, COUNT an expression over placeholders (and
+    /// enclosing loops' variables). Returns the line after its `.end`.
+    fn named_loop(
+        &mut self,
+        i: usize,
+        d: &str,
+        name: &str,
+        block: Option<(Block, u64)>,
+        emit: bool,
+    ) -> Result<usize, HandError> {
+        self.check_free(i, ".for", name, block)?;
+        let count_text = d[".for".len()..].trim_start()[name.len()..].trim_start()["in".len()..].trim();
+        let scope = Scope { t: self.t, no: i + 1, v: self.v, block, vars: &self.vars, emit };
+        let count = scope.eval(count_text.trim_start_matches('{').trim_end_matches('}'))?;
+        // A first pass finds the block's end and checks it; then one per value.
+        self.vars.push((name.to_string(), 0));
+        let end = self.lines_from(i + 1, block, false);
+        self.vars.pop();
+        let end = match end? {
+            Stop::End(end) => end,
+            Stop::Else(e) => return Err(self.syntax(e, "`.else` without an `.if`")),
+            Stop::Eof => return Err(self.syntax(i, format!("`.for {name}` without its `.end`"))),
+        };
+        if let Some(count) = count.filter(|_| emit) {
+            let n: i64 = count.parse().unwrap_or(-1);
+            if !(0..=MAX_LOOP).contains(&n) {
+                return Err(self.syntax(i, format!("`.for {name}`: count {count} outside 0..={MAX_LOOP}")));
+            }
+            for k in 0..n {
+                self.vars.push((name.to_string(), k));
+                let r = self.lines_from(i + 1, block, true);
+                self.vars.pop();
+                r?;
+            }
+        }
+        Ok(end + 1)
     }
 }
 
@@ -548,6 +928,7 @@ fn expand(t: &Template, v: &Values) -> Result<(String, Vec<usize>), HandError> {
         lines: t.text.lines().collect(),
         text: String::with_capacity(t.text.len() * 2),
         from: Vec::new(),
+        vars: Vec::new(),
     };
     match e.lines_from(0, None, true)? {
         Stop::Eof => Ok((e.text, e.from)),
@@ -689,6 +1070,7 @@ pub fn instantiate(
             dst: l.dst,
             edges: edge_starts.as_ref().map(|e| e(job.bags.start)..e(job.bags.end)),
             kg: l.kg,
+            tt: l.tt.zip(compiled.spec.tt.clone()),
             tables: l.tables,
             out: l.output,
             bags: job.bags.clone(),
@@ -727,6 +1109,11 @@ pub fn check(
         dst: Some(6 << 20),
         edges: Some(0..spec.lookups()),
         kg: Some(KgLayout { heads: 7 << 20, relations: 8 << 20, relation_table: 9 << 20 }),
+        // A workload without TT cores gets a one-row-per-core stand-in shape.
+        tt: Some((
+            TtLayout { descriptors: 10 << 20, scratch: 11 << 20, scratch_bytes: 1 << 16, cores: 1 },
+            spec.tt.clone().unwrap_or(TtShape { row_factors: vec![1; 3], dim_factors: vec![1; 3], rank: 1 }),
+        )),
         tables: 4 << 20,
         out: 5 << 20,
         bags: 0..spec.bags(),

@@ -207,12 +207,16 @@ fn chunk_blocks_are_closed_flat_and_known() {
         (
             ".core lanes=16\n.for row\n.end\n",
             2,
-            "unknown directive `.for row` (`.for chunk`, `.for half`, `.for lane`, `.if CONDITION`, \
-             `.else`, `.end`)",
+            "unknown directive `.for row` (`.for chunk`, `.for half`, `.for lane`, `.for NAME in COUNT`, \
+             `.let NAME = VALUE`, `.if CONDITION`, `.else`, `.end`)",
         ),
         (".core lanes=16\n.if multi_table\n    halt\n", 2, "`.if` without its `.end`"),
         (".core lanes=16\n.else\n", 2, "`.else` without an `.if`"),
-        (".core lanes=16\n.if sparse\n.end\n", 2, "unknown condition `sparse` (multi_table, weighted)"),
+        (
+            ".core lanes=16\n.if sparse\n.end\n",
+            2,
+            "unknown condition `sparse` (multi_table, weighted, mean, or an expression)",
+        ),
         (".core lanes=16\n.if weighted\n.else\n.else\n.end\n", 4, "a second `.else` for one `.if`"),
     ] {
         let e = instantiate(&c, &with_core(text)).unwrap_err();
@@ -260,6 +264,31 @@ fn if_blocks_keep_what_the_workload_needs_and_streams_are_renumbered() {
 /// Placeholders of one op family only: message passing's and knowledge-graph scoring's.
 const SCATTER_ONLY: &[&str] = &["src", "dst", "edge_start", "edge_end", "edges"];
 const KG_ONLY: &[&str] = &["heads", "rels", "relation_table", "relations", "candidates", "negatives"];
+/// TT-EmbeddingBag's.
+const TT_ONLY: &[&str] = &[
+    "rank",
+    "rank_bytes",
+    "rank_chunks",
+    "d1",
+    "d2",
+    "d3",
+    "n1",
+    "n2",
+    "n3",
+    "stride1",
+    "stride2",
+    "g1_start",
+    "g2_start",
+    "g3_start",
+    "g1_rows",
+    "g2_rows",
+    "g3_rows",
+    "slice_rows",
+    "tt_rows",
+    "tt_scratch",
+    "tt_scratch_bytes",
+    "tt_acc",
+];
 
 /// A core template with one `li` per name in `names`, and one per block placeholder.
 fn li_template(names: &[&str]) -> String {
@@ -294,11 +323,12 @@ fn every_listed_placeholder_has_a_value() {
     core += ".end\n    halt\n";
     let c = compiled(&spec("weights = true"), 2);
     let bag_start = Inst::Li { rd: Reg(1), imm: c.jobs[1].bags.start as i64 };
-    // A weighted bag has every placeholder but message passing's and knowledge-graph scoring's.
+    // A weighted bag has every placeholder but message passing's, knowledge-graph scoring's and
+    // TT-EmbeddingBag's.
     let generic: Vec<&str> = hand::PLACEHOLDERS
         .iter()
         .copied()
-        .filter(|n| !SCATTER_ONLY.contains(n) && !KG_ONLY.contains(n))
+        .filter(|n| !SCATTER_ONLY.contains(n) && !KG_ONLY.contains(n) && !TT_ONLY.contains(n))
         .collect();
     let lis = |h: &CompiledWorkload, job: usize| {
         h.jobs[job].core.insts.iter().filter(|i| matches!(i, Inst::Li { .. })).count()
@@ -310,12 +340,14 @@ fn every_listed_placeholder_has_a_value() {
         + (spec("").dim / 2).div_ceil(LANES) as usize * hand::HALF_PLACEHOLDERS.len()
         + LANES as usize * hand::LANE_PLACEHOLDERS.len();
     assert_eq!(lis(&h, 1), generic.len() + per_block);
-    for name in SCATTER_ONLY.iter().chain(KG_ONLY) {
+    for name in SCATTER_ONLY.iter().chain(KG_ONLY).chain(TT_ONLY) {
         let e = instantiate(&c, &with_core(&li_template(&[name]))).unwrap_err();
         assert!(matches!(&e, HandError::Unavailable { line: 2, name: n, .. } if n == name), "{e:?}");
     }
     // Message passing and knowledge-graph scoring have theirs (and the generic ones).
-    for (spec, only) in [(scatter(2), SCATTER_ONLY), (kg("distmult", 7, 20), KG_ONLY)] {
+    for (spec, only) in
+        [(scatter(2), SCATTER_ONLY), (kg("distmult", 7, 20), KG_ONLY), (tt(2, [2, 3, 2], 5, ""), TT_ONLY)]
+    {
         let names: Vec<&str> = generic.iter().chain(only).copied().filter(|&n| n != "weights").collect();
         let h = instantiate(&compiled(&spec, 3), &with_core(&li_template(&names))).unwrap();
         assert!(lis(&h, 0) > names.len(), "{}", spec.name);
@@ -479,4 +511,169 @@ fn lane_and_half_blocks_repeat_per_lane_and_per_vector_of_half_a_row() {
     assert_eq!(lines[3..19].iter().filter(|l| l.starts_with("    vext r2, v0, ")).count(), 16);
     assert_eq!(lines[18], "    vext r2, v0, 15");
     assert_eq!(lines[19], "    li r3, 1");
+}
+
+/// A small TT-EmbeddingBag: `tables` tables of 8 x 9 x 10 rows, dim `d1 x d2 x d3`, `rank`.
+fn tt(tables: u32, dims: [u32; 3], rank: u32, extra: &str) -> WorkloadSpec {
+    let text = format!(
+        "name = \"tt\"\nop = \"tt_embedding_bag\"\ntables = {tables}\ndim = {}\ndtype = \"f32\"\n\
+         batch = 6\nbag_size = 3\n{extra}\n[indices]\ndistribution = \"uniform\"\n\
+         [tt]\nrow_factors = [8, 9, 10]\ndim_factors = {dims:?}\nrank = {rank}\n",
+        dims.iter().product::<u32>()
+    );
+    toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap()
+}
+
+/// The lines of core 0's instance of `text` (a core template) for workload `spec`.
+fn core_lines(spec: &WorkloadSpec, text: &str) -> Result<Vec<String>, HandError> {
+    let h = instantiate(&compiled(spec, 2), &with_core(text))?;
+    Ok(exec_core::print(&h.jobs[0].core).lines().skip(1).map(|l| l.trim().to_string()).collect())
+}
+
+#[test]
+fn expressions_named_loops_and_lets_compute_what_a_template_needs() {
+    let spec = tt(1, [2, 3, 2], 5, "");
+    // Expressions over placeholders, with C precedence, min/max, shifts and comparisons.
+    let lines = core_lines(
+        &spec,
+        ".core lanes={lanes}\n    li r1, {(d1 * d2 + 1) * rank - 3 / 2 % 5}\n\
+         li r2, {min(lanes, rank) - max(d3, 9)}\n    li r3, {1 << d2 >> 1}\n    li r4, {rank >= 5}\n\
+         li r5, {-rank}\n    li r6, {tables + 16}\n    halt\n",
+    )
+    .unwrap();
+    let tables = compiled(&spec, 2).layout.tables as i64;
+    let table_line = format!("li r6, {}", tables + 16);
+    assert_eq!(lines[..6], ["li r1, 34", "li r2, -4", "li r3, 4", "li r4, 1", "li r5, -5", &table_line]);
+    // Named loops nest (in each other and in a `.for chunk` block), `.let` lasts to the end of
+    // its block, and `.if` takes an expression.
+    let text = ".core lanes={lanes}\n.let base = 10\n.for a in d1\n.for b in a + 1\n\
+                .let x = base + a * 4 + b\n\
+                li r{x}, {a}\n.if b == a\n    li r1, {b}\n.end\n.end\n.end\n.for chunk\n.for k in 2\n\
+                li r2, {chunk * 10 + k}\n.end\n.end\n    halt\n";
+    let lines = core_lines(&spec, text).unwrap();
+    assert_eq!(
+        lines,
+        ["li r10, 0", "li r1, 0", "li r14, 1", "li r15, 1", "li r1, 1", "li r2, 0", "li r2, 1", "halt"]
+    );
+    // A loop of 0 repetitions writes nothing; its lines are still checked.
+    let lines =
+        core_lines(&spec, ".core lanes={lanes}\n.for i in rank - 5\n    li r1, {i}\n.end\n    halt\n")
+            .unwrap();
+    assert_eq!(lines, ["halt"]);
+    let e = core_lines(&spec, ".core lanes={lanes}\n.for i in 0\n    li r1, {bogus}\n.end\n").unwrap_err();
+    assert!(matches!(&e, HandError::UnknownPlaceholder { line: 3, name, .. } if name == "bogus"), "{e:?}");
+    // Errors name the template line.
+    for (text, line, message) in [
+        (".core lanes=16\n    li r1, {rank +}\n", 2, "bad expression `{rank +}`: it ends too early"),
+        (
+            ".core lanes=16\n    li r1, {rank / (d1 - 2)}\n",
+            2,
+            "bad expression `{rank / (d1 - 2)}`: 5 / 0 has no value",
+        ),
+        (".core lanes=16\n    li r1, {(rank}\n", 2, "bad expression `{(rank}`: expected `)`"),
+        (
+            ".core lanes=16\n    li r1, {rank \u{e9}}\n",
+            2,
+            "bad expression `{rank \u{e9}}`: unexpected `\u{e9}`",
+        ),
+        (".core lanes=16\n    li r1, {\u{a0}\u{e9}}\n", 2, "bad expression `{\u{e9}}`: unexpected `\u{e9}`"),
+        (".core lanes=16\n    li r1, {rank rank}\n", 2, "bad expression `{rank rank}`: unexpected `rank`"),
+        (
+            ".core lanes=16\n.for rank in 2\n.end\n",
+            2,
+            "`.for rank`: the name is taken (a placeholder or a bound name)",
+        ),
+        (
+            ".core lanes=16\n.for i in 2\n.for i in 2\n.end\n.end\n",
+            3,
+            "`.for i`: the name is taken (a placeholder or a bound name)",
+        ),
+        (".core lanes=16\n.let d1 = 2\n", 2, "`.let d1`: the name is taken (a placeholder or a bound name)"),
+        (".core lanes=16\n.for i in 2\n", 2, "`.for i` without its `.end`"),
+        (".core lanes=16\n.for i in 0 - 1\n.end\n", 2, "`.for i`: count -1 outside 0..=65536"),
+    ] {
+        let e = core_lines(&spec, text).unwrap_err();
+        assert_eq!(
+            e,
+            HandError::Syntax { template: "x.core".into(), line, message: message.into() },
+            "{text}"
+        );
+    }
+    // A bound name is gone after its block.
+    let e = core_lines(&spec, ".core lanes=16\n.for i in 2\n.end\n    li r1, {i}\n").unwrap_err();
+    assert!(matches!(&e, HandError::UnknownPlaceholder { line: 4, name, .. } if name == "i"), "{e:?}");
+}
+
+#[test]
+fn tt_templates_instantiate_for_every_core_and_shape() {
+    let p = shipped("tt-embedding-bag");
+    // Ranks below, at and past the vector length (and not a multiple of it), several tables,
+    // mean pooling, dims of 1; more cores than bags.
+    for spec in [
+        tt(2, [2, 3, 2], 5, ""),
+        tt(1, [1, 4, 3], 16, "pooling = \"mean\""),
+        tt(3, [2, 2, 2], 20, ""),
+        tt(1, [1, 1, 1], 20, "pooling = \"mean\""),
+        tt(2, [4, 4, 4], 16, ""),
+    ] {
+        assert_eq!(hand::check(&spec, &p, LANES, AU_LANES), Ok(()), "{:?}", spec.tt);
+        for cores in [3, spec.bags() as u32 + 2] {
+            let c = compiled(&spec, cores);
+            let h = instantiate(&c, &p).unwrap_or_else(|e| panic!("{:?}: {e}", spec.tt));
+            let tt = c.layout.tt.unwrap();
+            for (k, (job, orig)) in h.jobs.iter().zip(&c.jobs).enumerate() {
+                assert_eq!((&job.bags, job.scratch), (&orig.bags, orig.scratch));
+                let au = job.au.as_ref().unwrap();
+                assert_eq!(au.tus[0].bounds, Bounds::Dense { begin: job.bags.start, end: job.bags.end });
+                // One callback a lookup with its three slices, each one row of the whole slice.
+                let rows: Vec<u32> = au
+                    .streams
+                    .iter()
+                    .filter_map(|s| match s.kind {
+                        StreamKind::Row { bytes, .. } => Some(bytes),
+                        _ => None,
+                    })
+                    .collect();
+                let shape = spec.tt.as_ref().unwrap();
+                let slice = |c: usize| (shape.slice_rows(c) * spec.stored_row_bytes()) as u32;
+                assert_eq!(rows, [slice(0), slice(1), slice(2)]);
+                assert_eq!(au.callbacks[0].operands.len(), 3);
+                // The core's accumulators are its own scratch.
+                let base = (tt.scratch + k as u64 * tt.scratch_bytes) as i64;
+                assert!(job.core.insts.contains(&Inst::Li { rd: Reg(6), imm: base }), "core {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tt_value_the_workload_lacks_is_an_error_naming_the_template_and_line() {
+    let p = shipped("tt-embedding-bag");
+    let line_of = |text: &str, name: &str| {
+        text.lines().position(|l| l.split('#').next().unwrap().contains(&format!("{{{name}}}"))).unwrap() + 1
+    };
+    // A dense embedding bag has no TT cores.
+    let e = instantiate(&compiled(&spec(""), 2), &p).unwrap_err();
+    assert_eq!(
+        e,
+        HandError::Unavailable {
+            template: "programs/tt-embedding-bag.au".into(),
+            line: line_of(&p.au.text, "stride1"),
+            name: "stride1".into(),
+            why: "the workload has no tensor-train cores (only op = \"tt_embedding_bag\" has)".into(),
+        }
+    );
+    // ... which `check` does not hold against the template.
+    assert_eq!(hand::check(&spec(""), &p, LANES, AU_LANES), Ok(()));
+    // A scratch too small for dim x rank accumulators (dim 64, rank 4: 1024 bytes of 640).
+    let small = tt(1, [4, 4, 4], 4, "");
+    let e = instantiate(&compiled(&small, 2), &p).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "programs/tt-embedding-bag.core:{}: {{tt_acc}}: the core's scratch (640 bytes) cannot hold \
+             dim x rank = 64 x 4 f32 (1024 bytes)",
+            line_of(&p.core.text, "tt_acc")
+        )
+    );
 }
