@@ -28,7 +28,7 @@
 //! programs are replaced. This module reads no files: the caller hands it the texts.
 
 use crate::codegen::CompiledWorkload;
-use crate::layout::{KgLayout, TtLayout};
+use crate::layout::{KgLayout, Scratch, TtLayout};
 use crate::workload::{KgModel, Op, Pooling, TtShape, WorkloadSpec};
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -183,6 +183,14 @@ pub enum HandError {
         /// Why it has no value.
         why: String,
     },
+    /// A workload feature the templates do not implement.
+    #[error("{template}: the hand-written programs cannot run {what}; use the compiler")]
+    Unsupported {
+        /// The template.
+        template: String,
+        /// What the workload has.
+        what: String,
+    },
     /// A malformed template: an unclosed brace, an unmatched or nested block (or a `.for half`
     /// block for a workload whose rows have no halves).
     #[error("{template}:{line}: {message}")]
@@ -255,7 +263,7 @@ struct Values<'a> {
     /// Knowledge-graph scoring's extra arrays.
     kg: Option<KgLayout>,
     /// TT-EmbeddingBag's descriptors and scratch, with its shape.
-    tt: Option<(TtLayout, TtShape)>,
+    tt: Option<(TtLayout, Scratch, TtShape)>,
     tables: u64,
     out: u64,
     bags: Range<u64>,
@@ -292,11 +300,11 @@ impl Values<'_> {
 
     /// The value of a TT-EmbeddingBag placeholder, `None` for a workload without TT cores.
     fn tt_value(&self, name: &str) -> Option<Result<String, String>> {
-        let (l, t) = self.tt.as_ref()?;
+        let (l, scratch, t) = self.tt.as_ref()?;
         let lanes = u64::from(self.lanes.max(1));
         let rank = u64::from(t.rank);
         let core_scratch =
-            l.scratch + (self.core as u64).min(u64::from(l.cores).saturating_sub(1)) * l.scratch_bytes;
+            scratch.base + (self.core as u64).min(u64::from(scratch.cores).saturating_sub(1)) * scratch.bytes;
         let n = match name {
             "rank" => rank,
             "rank_bytes" => 4 * rank,
@@ -310,14 +318,14 @@ impl Values<'_> {
             "slice_rows" => t.lookup_rows(),
             "tt_rows" => return Some(Ok(format!("{:#x}", l.descriptors))),
             "tt_scratch" => return Some(Ok(format!("{core_scratch:#x}"))),
-            "tt_scratch_bytes" => l.scratch_bytes,
+            "tt_scratch_bytes" => scratch.bytes,
             "tt_acc" => {
                 let need = u64::from(self.spec.dim) * rank * 4;
-                if need > l.scratch_bytes && !self.stand_in {
+                if need > scratch.bytes && !self.stand_in {
                     return Some(Err(format!(
                         "the core's scratch ({} bytes) cannot hold dim x rank = {} x {rank} f32 \
                          ({need} bytes)",
-                        l.scratch_bytes, self.spec.dim
+                        scratch.bytes, self.spec.dim
                     )));
                 }
                 return Some(Ok(format!("{core_scratch:#x}")));
@@ -1004,6 +1012,13 @@ fn instance(
     programs: &HandPrograms,
     v: &Values,
 ) -> Result<(access_unit::AuProgram, exec_core::CoreProgram), HandError> {
+    if v.spec.padding_idx.is_some() {
+        // No shipped template skips padding lookups: refused rather than silently summed.
+        return Err(HandError::Unsupported {
+            template: programs.au.name.clone(),
+            what: "a padding index (padding_idx): the templates do not skip padding lookups".into(),
+        });
+    }
     let (au_text, au_from) = expand(&programs.au, v)?;
     let au_text = renumber_streams(&programs.au, &au_text, &au_from)?;
     let au = access_unit::parse(&au_text).map_err(|e| HandError::Parse {
@@ -1070,7 +1085,7 @@ pub fn instantiate(
             dst: l.dst,
             edges: edge_starts.as_ref().map(|e| e(job.bags.start)..e(job.bags.end)),
             kg: l.kg,
-            tt: l.tt.zip(compiled.spec.tt.clone()),
+            tt: l.tt.zip(l.scratch).zip(compiled.spec.tt.clone()).map(|((t, s), shape)| (t, s, shape)),
             tables: l.tables,
             out: l.output,
             bags: job.bags.clone(),
@@ -1111,7 +1126,8 @@ pub fn check(
         kg: Some(KgLayout { heads: 7 << 20, relations: 8 << 20, relation_table: 9 << 20 }),
         // A workload without TT cores gets a one-row-per-core stand-in shape.
         tt: Some((
-            TtLayout { descriptors: 10 << 20, scratch: 11 << 20, scratch_bytes: 1 << 16, cores: 1 },
+            TtLayout { descriptors: 10 << 20 },
+            Scratch { base: 11 << 20, bytes: 1 << 16, cores: 1 },
             spec.tt.clone().unwrap_or(TtShape { row_factors: vec![1; 3], dim_factors: vec![1; 3], rank: 1 }),
         )),
         tables: 4 << 20,

@@ -620,7 +620,7 @@ fn tt_templates_instantiate_for_every_core_and_shape() {
         for cores in [3, spec.bags() as u32 + 2] {
             let c = compiled(&spec, cores);
             let h = instantiate(&c, &p).unwrap_or_else(|e| panic!("{:?}: {e}", spec.tt));
-            let tt = c.layout.tt.unwrap();
+            let scratch = c.layout.scratch.expect("a TT workload has a scratch");
             for (k, (job, orig)) in h.jobs.iter().zip(&c.jobs).enumerate() {
                 assert_eq!((&job.bags, job.scratch), (&orig.bags, orig.scratch));
                 let au = job.au.as_ref().unwrap();
@@ -639,7 +639,7 @@ fn tt_templates_instantiate_for_every_core_and_shape() {
                 assert_eq!(rows, [slice(0), slice(1), slice(2)]);
                 assert_eq!(au.callbacks[0].operands.len(), 3);
                 // The core's accumulators are its own scratch.
-                let base = (tt.scratch + k as u64 * tt.scratch_bytes) as i64;
+                let base = scratch.block(k).base as i64;
                 assert!(job.core.insts.contains(&Inst::Li { rd: Reg(6), imm: base }), "core {k}");
             }
         }
@@ -676,4 +676,18 @@ fn a_tt_value_the_workload_lacks_is_an_error_naming_the_template_and_line() {
             line_of(&p.core.text, "tt_acc")
         )
     );
+}
+
+/// A workload with a padding index is refused by name: no template skips padding lookups.
+#[test]
+fn a_padding_index_is_refused_not_summed() {
+    let spec: WorkloadSpec = toml::from_str(
+        "name = 'p'\nop = 'embedding_bag'\ntables = 1\nrows = 50\ndim = 16\ndtype = 'f32'\nbatch = 2\n\
+         bag_size = 3\npadding_idx = 0\n[indices]\ndistribution = 'uniform'\n",
+    )
+    .unwrap();
+    let spec = spec.resolved().unwrap();
+    let p = shipped("embedding-bag-sum");
+    let e = hand::check(&spec, &p, LANES, AU_LANES).unwrap_err();
+    assert!(e.to_string().contains("cannot run a padding index (padding_idx)"), "{e}");
 }
