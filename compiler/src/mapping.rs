@@ -35,9 +35,10 @@
 //! per register of the row); a bag adds `ceil(out / vector lanes) + 1` (its store and loop).
 //! These are estimates for proportions, not a timing model: bandwidth, bank conflicts and
 //! queueing are left out. (On the 16-core `dae-hbm3` chip of `configs/asymmetric-mapping.toml`
-//! the model prices a lookup that hits the LLC at about 0.55 of one that goes to HBM; the
-//! simulated lookups of a hot table's cores took about 0.5 of a cold table's time under the
-//! default partition.)
+//! the model prices a lookup of the 256-row table (mostly LLC hits) at 0.54 of a uniform
+//! table's (HBM); in the simulation its cores took about half the uniform tables' cores' time
+//! under the default partition, but latencies grow with load, which the model leaves out: see
+//! README.md.)
 //!
 //! # The mapping ([`partition_by_tables`])
 //!
