@@ -277,6 +277,7 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         caches,
         memory,
         passes,
+        partition: s.compiler.as_ref().map_or_else(Default::default, |cs| cs.partition),
         programs,
     })
 }

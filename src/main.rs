@@ -298,6 +298,7 @@ fn compile(args: &CompileArgs) -> Result<()> {
         vector_lanes: args.lanes,
         au_lanes: args.au_lanes,
         passes,
+        partition: compiler::Partition::Cost,
     };
     if args.core_index >= args.cores as usize {
         bail!("--core-index {} is not below --cores {}", args.core_index, args.cores);

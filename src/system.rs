@@ -181,6 +181,8 @@ pub struct DaeSystem {
     pub vector_lanes: u32,
     /// The compiler passes its programs get.
     pub passes: compiler::Passes,
+    /// How its compiler spreads bags over the cores.
+    pub partition: crate::config::schema::PartitionSetting,
     /// Hand-written program templates that replace the compiler's programs (`None`: compiled).
     pub programs: Option<HandSource>,
     /// The access unit, if the chip has them.
@@ -205,6 +207,57 @@ impl DaeSystem {
             vector_lanes: self.vector_lanes,
             au_lanes: self.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
             passes: self.passes,
+            partition: match self.partition {
+                crate::config::schema::PartitionSetting::Cost => compiler::Partition::Cost,
+                crate::config::schema::PartitionSetting::Tables => {
+                    compiler::Partition::Tables(self.memory_costs())
+                }
+            },
+        }
+    }
+
+    /// The memory hierarchy as the compiler's table mapping sees it (`compiler::MemoryCosts`),
+    /// in core cycles: the private capacity a core's gathers reach (its L2, else its L1D; none
+    /// for an access unit attached to the LLC), the LLC (all banks; its hit latency plus the
+    /// network both ways, for a crossbar, or a mesh's base cycles), the memory's read latency
+    /// (a DRAM's row activation plus its read latency, or the simple model's latency), and the
+    /// lines in flight (the access unit's outstanding requests, else the L1D's MSHRs or the
+    /// core's outstanding loads), and the access unit's lanes.
+    pub fn memory_costs(&self) -> compiler::MemoryCosts {
+        let period = self.core.clock.frequency().period_ps_floor().max(1);
+        let c = &self.caches;
+        let reached = match (self.access_unit.is_some(), self.attach) {
+            (true, AttachPoint::Llc) => None,
+            (true, AttachPoint::L2) => c.l2.as_ref(),
+            (false, _) => c.l2.as_ref().or(c.l1d.as_ref()),
+        };
+        let banks = u64::from(if c.llc_banks == 0 { self.cores } else { c.llc_banks });
+        let hop = c.noc.as_ref().map_or(0, |n| match &n.topology {
+            mem_model::cache::Topology::Crossbar { cycles } => *cycles,
+            mem_model::cache::Topology::Mesh { base_cycles, cycles_per_hop, .. } => {
+                base_cycles + cycles_per_hop
+            }
+        });
+        let memory_ps = match &self.memory {
+            MemoryPlan::Simple(m) => m.latency.ps(),
+            MemoryPlan::Dram(d) => {
+                let activate = d.timing("nRCDRD").or_else(|| d.timing("nRCD")).unwrap_or(0);
+                d.cycles_to_ps(activate + d.read_latency())
+            }
+        };
+        let cycles = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        compiler::MemoryCosts {
+            line_bytes: self.core.line_bytes,
+            private_bytes: reached.map_or(0, |l| l.size.bytes()),
+            private_cycles: cycles(reached.map_or(0, |l| l.hit_latency_cycles)),
+            shared_bytes: c.llc.as_ref().map_or(0, |l| l.size.bytes() * banks),
+            shared_cycles: cycles(c.llc.as_ref().map_or(0, |l| l.hit_latency_cycles + 2 * hop)),
+            memory_cycles: cycles(memory_ps.div_ceil(period)),
+            outstanding: match &self.access_unit {
+                Some(a) => a.unit.max_outstanding,
+                None => c.l1d.as_ref().map_or(self.core.max_outstanding, |l| l.mshrs),
+            },
+            lanes: self.access_unit.as_ref().map_or(0, |a| a.unit.lanes),
         }
     }
 

@@ -945,3 +945,41 @@ proptest! {
         prop_assert!(r.verified.is_ok(), "{:?} on {machine:?}", r.verified);
     }
 }
+
+/// The asymmetric table-to-core mapping (`partition = "tables"`): tables that differ (two tiny,
+/// hot ones and two large, uniform ones, `[[table_indices]]`) map to cores other than the
+/// default partition's, and the outputs still verify on every machine, 3 cores included.
+#[test]
+fn the_table_mapping_verifies_on_every_machine() {
+    let spec: WorkloadSpec = toml::from_str(
+        "name = 'asym'\nop = 'embedding_bag'\ntables = 4\nrows = 5000\ndim = 20\ndtype = 'f32'\n\
+         batch = 12\nbag_size = 6\n[indices]\ndistribution = 'uniform'\n\
+         [[table_indices]]\ntables = 2\ndistribution = 'zipf'\nalpha = 1.3\nrows = 8\n",
+    )
+    .expect("a valid workload");
+    let spec = spec.resolved().expect("resolves");
+    let inst = EmbeddingBagInstance::generate(&spec, &SeedTree::new(6));
+    let expect = inst.reference(&spec);
+    let mut machines = every_machine();
+    machines.push(Machine {
+        decoupled: true,
+        cores: 3,
+        vector_lanes: 16,
+        au_lanes: 4,
+        passes: PassSet::Level(3),
+    });
+    let mut differs = false;
+    for m in machines {
+        let mut sys = m.system();
+        sys.partition = dae_sim::config::schema::PartitionSetting::Tables;
+        let target = sys.target_info();
+        assert!(matches!(target.partition, compiler::Partition::Tables(_)));
+        let compiled = compiler::compile(&spec, inst.clone(), target).expect("compiles");
+        let ranges: Vec<_> = compiled.jobs.iter().map(|j| j.bags.clone()).collect();
+        differs |= ranges != compiler::partition_by_cost(&inst.offsets, m.cores);
+        let r = dae_sim::system::run(&sys, &compiled, &expect, chips().max_time, &SeedTree::new(1))
+            .expect("runs");
+        assert!(r.verified.is_ok(), "{m:?}: {:?}", r.verified);
+    }
+    assert!(differs, "the table mapping never differed from the default partition");
+}

@@ -185,6 +185,22 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\""),
             "tt: row_factors and dim_factors take three factors each",
         ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ndistribution = \"zipf\"\n"),
+            "table_indices: entry 0: distribution = \"zipf\" needs alpha",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ndistribution = \"uniform\"\nrows = 101\n"),
+            "table_indices: entry 0: rows = 101 is outside 1..=100",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ntables = 2\ndistribution = \"uniform\"\n"),
+            "table_indices: the entries cover 2 tables, but the workload has 1",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ndistribution = \"normal\"\n"),
+            "unknown variant `normal`",
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -210,6 +226,11 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             "compiler = { passes = [\"decouple\", \"unroll\"] }",
             "system[0].compiler.passes",
             "unknown pass `unroll`",
+        ),
+        (
+            "compiler = { partition = \"tablewise\" }",
+            "system[0].compiler.partition",
+            "unknown variant `tablewise`, expected `cost` or `tables`",
         ),
     ] {
         let cfg = small_experiment(&dir, "");

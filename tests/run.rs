@@ -197,6 +197,7 @@ fn every_shipped_experiment_config_loads() {
     assert_eq!(
         loaded,
         [
+            "asymmetric-mapping",
             "bench-system",
             "compiled-vs-hand",
             "dae-vs-cpu",

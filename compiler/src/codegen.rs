@@ -1,9 +1,10 @@
 //! The compilation pipeline: a workload to per-core access-unit and core programs.
 //!
 //! The front end lowers the workload to the loop level ([`crate::frontend`]). Work is
-//! partitioned across cores as contiguous ranges of bags of nearly equal cost (lookups plus one
-//! per bag, so skewed bags such as a power-law graph's in-neighbour lists balance): each core's
-//! function is the loop nest over its range. For a decoupled target the enabled passes
+//! partitioned across cores as contiguous ranges of bags ([`Partition`]): by default of nearly
+//! equal cost (lookups plus one per bag, so skewed bags such as a power-law graph's
+//! in-neighbour lists balance), or with tables mapped to cores by their estimated cost
+//! ([`crate::mapping`]); each core's function is the loop nest over its range. For a decoupled target the enabled passes
 //! ([`crate::passes`]) then run in order (decouple to SLC, vectorize, bufferize, simplify-mem,
 //! align-queues), SLC lowers to DLC, and DLC maps onto the access unit and the core's dispatch
 //! loop ([`crate::target`]). For a core-only target the core runs the loop level itself, with
@@ -14,6 +15,7 @@ use crate::embedding_bag::EmbeddingBagInstance;
 use crate::frontend;
 use crate::ir::{Arg, Func, MemId, text, verify};
 use crate::layout::{DataRegion, Layout};
+use crate::mapping::MemoryCosts;
 use crate::passes::{
     Pass, PassError, Passes, align, bufferize, dce, decouple, nontemporal, simplify_mem, to_dlc, vectorize,
 };
@@ -51,6 +53,37 @@ pub struct TargetInfo {
     pub au_lanes: u32,
     /// The passes to run.
     pub passes: Passes,
+    /// How the bags are spread over the cores.
+    pub partition: Partition,
+}
+
+/// How the bags are spread over the cores (`[system.compiler] partition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Partition {
+    /// `"cost"`: contiguous ranges of equal lookups-plus-bags ([`partition_by_cost`]), blind
+    /// to tables.
+    #[default]
+    Cost,
+    /// `"tables"`: tables on contiguous cores in proportion to their estimated cost
+    /// ([`crate::mapping::partition_by_tables`]), from the memory hierarchy's parameters.
+    Tables(MemoryCosts),
+}
+
+impl Partition {
+    /// The bag range of each of `target`'s cores for `inst`.
+    pub fn split(
+        &self,
+        spec: &WorkloadSpec,
+        inst: &EmbeddingBagInstance,
+        target: &TargetInfo,
+    ) -> Vec<Range<u64>> {
+        match self {
+            Partition::Cost => partition_by_cost(&inst.offsets, target.cores),
+            Partition::Tables(mem) => {
+                crate::mapping::partition_by_tables(spec, inst, mem, target.cores, target.vector_lanes)
+            }
+        }
+    }
 }
 
 /// The programs and data of one core.
@@ -188,7 +221,7 @@ pub fn compile_with_stages(
     }
     // Each core's destinations (bags) and the range of the root loop it runs: the bags
     // themselves, or for message passing its edges, grouped core by core.
-    let parts = partition_by_cost(&inst.offsets, target.cores);
+    let parts = target.partition.split(spec, &inst, &target);
     let (loop_fn, placed, loop_ranges) = match (&inst.edges, spec.op) {
         (Some(edges), crate::workload::Op::GnnScatter) => {
             let (ordered, ranges) = edges_by_core(edges, &parts);

@@ -72,7 +72,9 @@ impl EmbeddingBagInstance {
         let mut indices = Vec::with_capacity(spec.lookups() as usize);
         offsets.push(0);
         for t in 0..spec.tables {
-            let mut g = IndexGenerator::new(dist, spec.rows, tree.stream(&format!("table{t}.indices")));
+            // Per table: its own distribution and the rows it draws from (`[[table_indices]]`).
+            let (dist, rows) = spec.table_distribution(t);
+            let mut g = IndexGenerator::new(dist, rows, tree.stream(&format!("table{t}.indices")));
             for _ in 0..spec.batch {
                 for _ in 0..spec.bag_size {
                     indices.push(g.next_index() as u32);

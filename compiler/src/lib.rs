@@ -6,7 +6,8 @@
 //! reference result is what PyTorch computes ([`embedding_bag`]). The front end ([`frontend`])
 //! lowers the operation to the loop level of the IR ([`ir`]: one generic op form, printed and
 //! parsed the same way at every level, with a verifier per level). [`codegen`] places the data
-//! in the simulated address space ([`layout`]), partitions the bags across cores by cost, and
+//! in the simulated address space ([`layout`]), partitions the bags across cores by cost (or
+//! maps tables to cores by their estimated cost, [`mapping`]), and
 //! runs the passes ([`passes`], switchable by name and grouped as `-O0`..`-O3` after Ember's
 //! emb-opt0..3: decouple to SLC, vectorize, bufferize, simplify-mem, align-queues, then SLC to
 //! DLC); [`target`] maps DLC onto the access unit and the core's dispatch loop, or the loop
@@ -22,19 +23,22 @@ pub mod hand;
 pub mod indices;
 pub mod ir;
 pub mod layout;
+pub mod mapping;
 pub mod passes;
 pub mod target;
 pub mod tt;
 pub mod workload;
 
 pub use codegen::{
-    CompileError, CompiledWorkload, CoreJob, Stages, Target, TargetInfo, compile, compile_with_stages,
-    partition_by_cost,
+    CompileError, CompiledWorkload, CoreJob, Partition, Stages, Target, TargetInfo, compile,
+    compile_with_stages, partition_by_cost,
 };
 pub use embedding_bag::EmbeddingBagInstance;
 pub use graph::{Csr, GraphSpec};
 pub use layout::{Contents, DataRegion, Layout};
+pub use mapping::MemoryCosts;
 pub use passes::{Pass, Passes};
 pub use workload::{
-    Dtype, IndexDistribution, KgModel, Op, Pooling, TraceFiles, TtShape, WorkloadError, WorkloadSpec,
+    DistributionKind, Dtype, IndexDistribution, KgModel, Op, Pooling, TableIndices, TraceFiles, TtShape,
+    WorkloadError, WorkloadSpec,
 };

@@ -33,6 +33,23 @@
 //! edge_factor = 16
 //! ```
 //!
+//! Tables may draw their indices from different distributions (`[[table_indices]]`, embedding
+//! bags and TT-EmbeddingBags): each entry covers the next `tables` tables (default 1), in table
+//! order, with its own distribution and optionally only the first `rows` rows of the table (a
+//! small table: the rest of its rows are never read); tables that no entry covers draw from
+//! `[indices]`. Production tables differ this way: a few small, hot ones and many large,
+//! rarely reused ones (REFERENCE.md section 4):
+//!
+//! ```toml
+//! [[table_indices]]
+//! tables = 2                 # tables 0 and 1
+//! distribution = "zipf"
+//! alpha = 1.2
+//! rows = 1000                # only their first 1,000 rows
+//! [[table_indices]]          # table 2
+//! distribution = "uniform"
+//! ```
+//!
 //! A TT-EmbeddingBag (`op = "tt_embedding_bag"`) is an embedding bag whose tables are stored
 //! as tensor-train cores ([`TtShape`]); `rows` defaults to the product of the row factors:
 //!
@@ -239,6 +256,58 @@ pub enum IndexDistribution {
     },
 }
 
+/// The shape of a `[[table_indices]]` entry's distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DistributionKind {
+    /// Every row equally likely.
+    Uniform,
+    /// Zipf (takes `alpha`).
+    Zipf,
+}
+
+/// One `[[table_indices]]` entry: the index distribution of the next `tables` tables.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableIndices {
+    /// Consecutive tables this entry covers (default 1).
+    #[serde(default = "one")]
+    pub tables: u32,
+    /// Their distribution.
+    pub distribution: DistributionKind,
+    /// Zipf exponent (required for, and only taken by, `distribution = "zipf"`).
+    #[serde(default)]
+    pub alpha: Option<f64>,
+    /// Rows the indices are drawn from: the first `rows` rows of the table (default: all).
+    #[serde(default)]
+    pub rows: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl TableIndices {
+    /// The distribution, checked (`entry` numbers the entry in messages).
+    fn distribution(&self, entry: usize) -> Result<IndexDistribution, WorkloadError> {
+        match (self.distribution, self.alpha) {
+            (DistributionKind::Uniform, None) => Ok(IndexDistribution::Uniform),
+            (DistributionKind::Uniform, Some(_)) => {
+                Err(bad("table_indices", format!("entry {entry}: alpha is only for distribution = \"zipf\"")))
+            }
+            (DistributionKind::Zipf, Some(alpha)) if alpha.is_finite() && alpha > 0.0 => {
+                Ok(IndexDistribution::Zipf { alpha })
+            }
+            (DistributionKind::Zipf, Some(alpha)) => {
+                Err(bad("table_indices", format!("entry {entry}: alpha = {alpha} must be a positive number")))
+            }
+            (DistributionKind::Zipf, None) => {
+                Err(bad("table_indices", format!("entry {entry}: distribution = \"zipf\" needs alpha")))
+            }
+        }
+    }
+}
+
 /// An index trace: `.npy` files of table-major CSR offsets (`tables x batch + 1` entries) and
 /// row ids, the layout of Meta's released embedding traces (paths relative to the file that
 /// names them; the binary reads them, the compiler checks them).
@@ -291,6 +360,10 @@ pub struct WorkloadSpec {
     /// How indices are drawn (embedding bags; the blocks of sparse attention).
     #[serde(default)]
     pub indices: Option<IndexDistribution>,
+    /// Embedding bags: per-table index distributions, in table order, overriding `[indices]`
+    /// for the tables they cover (see the module docs).
+    #[serde(default)]
+    pub table_indices: Vec<TableIndices>,
     /// Embedding bags: the indices from a trace instead of a generator (`bag_size` is then
     /// the trace's mean, informational).
     #[serde(default)]
@@ -533,6 +606,7 @@ impl WorkloadSpec {
         {
             return Err(bad("indices.alpha", format!("{alpha} must be a positive number")));
         }
+        self.check_table_indices()?;
         if self.trace.is_some() && self.op != Op::EmbeddingBag {
             return Err(bad("trace", "only op = \"embedding_bag\" reads an index trace"));
         }
@@ -575,6 +649,62 @@ impl WorkloadSpec {
             (Op::GnnAggregate | Op::GnnScatter, None) => return Err(bad("graph", "required for a GNN op")),
         }
         Ok(())
+    }
+
+    /// Checks `[[table_indices]]`: only embedding bags (generated, not a trace), entries that
+    /// cover at least one table each and no more tables than there are, valid distributions,
+    /// and `rows` within the tables' rows.
+    fn check_table_indices(&self) -> Result<(), WorkloadError> {
+        if self.table_indices.is_empty() {
+            return Ok(());
+        }
+        if !matches!(self.op, Op::EmbeddingBag | Op::TtEmbeddingBag) || self.trace.is_some() {
+            return Err(bad(
+                "table_indices",
+                "only op = \"embedding_bag\" or \"tt_embedding_bag\" with generated indices (no trace) \
+                 takes per-table distributions",
+            ));
+        }
+        let mut covered = 0u64;
+        for (k, e) in self.table_indices.iter().enumerate() {
+            e.distribution(k)?;
+            if e.tables == 0 {
+                return Err(bad("table_indices", format!("entry {k}: tables must be at least 1")));
+            }
+            if let Some(r) = e.rows
+                && !(1..=self.rows).contains(&r)
+            {
+                return Err(bad(
+                    "table_indices",
+                    format!("entry {k}: rows = {r} is outside 1..={} (the tables' rows)", self.rows),
+                ));
+            }
+            covered += u64::from(e.tables);
+        }
+        if covered > u64::from(self.tables) {
+            return Err(bad(
+                "table_indices",
+                format!("the entries cover {covered} tables, but the workload has {}", self.tables),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Table `t`'s index distribution and the rows it draws from: its `[[table_indices]]`
+    /// entry's, else `[indices]` over all rows (uniform if neither is set).
+    pub fn table_distribution(&self, t: u32) -> (IndexDistribution, u64) {
+        let mut first = 0u32;
+        for (k, e) in self.table_indices.iter().enumerate() {
+            if (first..first.saturating_add(e.tables)).contains(&t) {
+                // Checked by validate(); an unchecked spec falls back to [indices].
+                if let Ok(d) = e.distribution(k) {
+                    return (d, e.rows.unwrap_or(self.rows).min(self.rows));
+                }
+                break;
+            }
+            first = first.saturating_add(e.tables);
+        }
+        (self.indices.unwrap_or(IndexDistribution::Uniform), self.rows)
     }
 
     /// Bytes of one table row in the table's [`Dtype`] (an int8 row's scale and bias included).

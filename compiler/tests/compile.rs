@@ -1,8 +1,8 @@
 //! Code generation: partitioning, generated programs, reference semantics, bad workloads.
 
 use compiler::{
-    EmbeddingBagInstance, IndexDistribution, Op, Passes, Pooling, Target, TargetInfo, WorkloadSpec, compile,
-    partition_by_cost,
+    EmbeddingBagInstance, IndexDistribution, Op, Partition, Passes, Pooling, Target, TargetInfo,
+    WorkloadSpec, compile, partition_by_cost,
 };
 use sim_core::SeedTree;
 use sim_core::procedural::table_value;
@@ -26,6 +26,7 @@ fn spec() -> WorkloadSpec {
         tt: None,
         padding_idx: None,
         trace: None,
+        table_indices: Vec::new(),
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
     }
@@ -102,7 +103,14 @@ fn generated_programs_round_trip_through_their_text_forms() {
         let c = compile(
             &s,
             inst.clone(),
-            TargetInfo { target, cores: 4, vector_lanes: 16, au_lanes: 8, passes: Passes::default() },
+            TargetInfo {
+                target,
+                cores: 4,
+                vector_lanes: 16,
+                au_lanes: 8,
+                passes: Passes::default(),
+                partition: Partition::Cost,
+            },
         )
         .unwrap();
         assert_eq!(c.jobs.len(), 4);
@@ -128,6 +136,7 @@ fn unusable_workloads_and_targets_name_the_field() {
         vector_lanes: 16,
         au_lanes: 8,
         passes: Passes::default(),
+        partition: Partition::Cost,
     };
     let wide = WorkloadSpec { dim: 5000, ..spec() };
     assert_eq!(compile(&wide, inst.clone(), info).unwrap_err().to_string(), "dim: 5000 is outside 1..=4096");
@@ -191,6 +200,7 @@ fn gnn_aggregation_resolves_to_one_table_with_a_bag_per_vertex() {
             vector_lanes: 16,
             au_lanes: 8,
             passes: Passes::default(),
+            partition: Partition::Cost,
         },
     )
     .unwrap();
@@ -218,7 +228,14 @@ fn gnn_and_embedding_bag_fields_do_not_mix() {
 #[test]
 fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
     let passes = Passes::parse("decouple,nontemporal,vectorize,bufferize,simplify-mem,align-queues").unwrap();
-    let info = TargetInfo { target: Target::Decoupled, cores: 2, vector_lanes: 16, au_lanes: 8, passes };
+    let info = TargetInfo {
+        target: Target::Decoupled,
+        cores: 2,
+        vector_lanes: 16,
+        au_lanes: 8,
+        passes,
+        partition: Partition::Cost,
+    };
     // Uniform over a large table: almost no row is looked up twice.
     let cold = WorkloadSpec { rows: 1_000_000, indices: Some(IndexDistribution::Uniform), ..spec() };
     // A few rows for many lookups: nearly every lookup reuses a row.

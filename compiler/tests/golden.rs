@@ -11,7 +11,9 @@
 //! no workload produces any more); without it, a missing, different or stale file fails the
 //! test with the file's name and its first differing line.
 
-use compiler::{EmbeddingBagInstance, Passes, Stages, Target, TargetInfo, WorkloadSpec, compile_with_stages};
+use compiler::{
+    EmbeddingBagInstance, Partition, Passes, Stages, Target, TargetInfo, WorkloadSpec, compile_with_stages,
+};
 use sim_core::SeedTree;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -62,6 +64,7 @@ fn generate(spec: &WorkloadSpec) -> BTreeMap<String, String> {
             vector_lanes: 16,
             au_lanes: 8,
             passes: Passes::level(level).expect("levels 0..=3 exist"),
+            partition: Partition::Cost,
         };
         let mut stages = Stages::default();
         if let Err(e) = compile_with_stages(&spec, inst.clone(), info, Some(&mut stages)) {

@@ -5,7 +5,9 @@
 
 use access_unit::{Bounds, StreamKind};
 use compiler::hand::{self, HandError, HandPrograms, Template};
-use compiler::{CompiledWorkload, EmbeddingBagInstance, Passes, Target, TargetInfo, WorkloadSpec, compile};
+use compiler::{
+    CompiledWorkload, EmbeddingBagInstance, Partition, Passes, Target, TargetInfo, WorkloadSpec, compile,
+};
 use exec_core::{Inst, Reg};
 use sim_core::SeedTree;
 use std::path::Path;
@@ -49,6 +51,7 @@ fn compiled(spec: &WorkloadSpec, cores: u32) -> CompiledWorkload {
         vector_lanes: LANES,
         au_lanes: AU_LANES,
         passes: Passes::default(),
+        partition: Partition::Cost,
     };
     compile(spec, inst, target).unwrap()
 }

@@ -5,7 +5,8 @@ use compiler::ir::text::{self, ParseError};
 use compiler::ir::verify::{self, VerifyError};
 use compiler::ir::{Arg, Level, MemId, Opcode, Value};
 use compiler::{
-    EmbeddingBagInstance, Pass, Passes, Stages, Target, TargetInfo, WorkloadSpec, compile_with_stages,
+    EmbeddingBagInstance, Partition, Pass, Passes, Stages, Target, TargetInfo, WorkloadSpec,
+    compile_with_stages,
 };
 use sim_core::SeedTree;
 
@@ -99,7 +100,14 @@ fn every_recorded_stage_round_trips_and_verifies() {
             for level in 0..=3u8 {
                 for cores in [1, 3] {
                     let passes = Passes::level(level).expect("levels 0..=3 exist");
-                    let info = TargetInfo { target, cores, vector_lanes: 16, au_lanes: 8, passes };
+                    let info = TargetInfo {
+                        target,
+                        cores,
+                        vector_lanes: 16,
+                        au_lanes: 8,
+                        passes,
+                        partition: Partition::Cost,
+                    };
                     let what = format!("{} {target:?} -O{level} cores={cores}", spec.name);
                     let mut stages = Stages::default();
                     let compiled = match compile_with_stages(&spec, inst.clone(), info, Some(&mut stages)) {

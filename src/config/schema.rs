@@ -108,6 +108,22 @@ pub struct CompilerSection {
     /// `<dir>/<family>.{au,core}` of its op family (`compiler::hand::family`); see
     /// `programs/README.md`.
     pub programs: Option<String>,
+    /// How bags are spread over the cores: `"cost"` (default) or `"tables"`.
+    #[serde(default)]
+    pub partition: PartitionSetting,
+}
+
+/// `compiler.partition`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionSetting {
+    /// Contiguous ranges of bags of equal lookups plus bags, blind to tables
+    /// (`compiler::partition_by_cost`).
+    #[default]
+    Cost,
+    /// Tables mapped to cores in proportion to their estimated cost, from this system's cache
+    /// sizes and latencies (`compiler::mapping`).
+    Tables,
 }
 
 /// `[system.core]`
