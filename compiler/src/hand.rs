@@ -12,7 +12,8 @@
 //! registers. `.for half` repeats its block once per vector of half a row (ComplEx's real and
 //! imaginary parts, [`HALF_PLACEHOLDERS`]) and `.for lane` once per vector lane (a horizontal
 //! sum, [`LANE_PLACEHOLDERS`]). A block
-//! `.if CONDITION` [`.else`] `.end` keeps its lines only when the workload has the property
+//! `.if CONDITION` (optionally `.else`) `.end` keeps its lines only when the workload has the
+//! property
 //! (`multi_table`: more than one table; `weighted`: per-lookup weights; `mean`: mean pooling),
 //! so one template can leave out what a workload does not need; the streams of an access-unit text are then
 //! renumbered in the order they are defined, so the template numbers them as if every block

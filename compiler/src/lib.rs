@@ -3,7 +3,9 @@
 //! A workload ([`workload::WorkloadSpec`]) names an operation and its shapes; its inputs are
 //! drawn from seeded generators ([`indices`]: uniform, or Zipf with a random permutation of row
 //! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) and its
-//! reference result is what PyTorch computes ([`embedding_bag`]). The front end ([`frontend`])
+//! reference result is what PyTorch computes ([`embedding_bag`]; [`tt`] for TT-EmbeddingBag,
+//! whose rows are contracted from tensor-train cores). Tables are f32, f16, bf16 or FBGEMM's
+//! fused int8 rows, with PyTorch's `padding_idx`. The front end ([`frontend`])
 //! lowers the operation to the loop level of the IR ([`ir`]: one generic op form, printed and
 //! parsed the same way at every level, with a verifier per level). [`codegen`] places the data
 //! in the simulated address space ([`layout`]), partitions the bags across cores by cost (or

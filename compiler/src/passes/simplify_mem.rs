@@ -12,9 +12,9 @@
 //! row must fit in 16 accumulators. Otherwise the function is left as it was.
 //!
 //! Beyond Ember: stores to scratch that the same code loads back are forwarded
-//! ([`forward_stores`]), and a vectorized reduction into one scalar of a written memory (a knowledge-graph
+//! (`forward_stores`), and a vectorized reduction into one scalar of a written memory (a knowledge-graph
 //! score, an element of a TT row) keeps its partial sums in a vector accumulator across the
-//! row's chunks and is stored once ([`reduce_in_accumulator`]).
+//! row's chunks and is stored once (`reduce_in_accumulator`).
 
 use crate::ir::{Arg, Event, Func, MemId, Op, Opcode, Value, walk};
 use std::collections::HashMap;
