@@ -198,6 +198,16 @@ fn golden_kg_transe() {
     ));
 }
 
+/// ComplEx: before bufferization a column's six element streams are more operands than a queue
+/// entry carries, so its callback continues in a second entry (`dlc.next_entry`).
+#[test]
+fn golden_kg_complex() {
+    check(workload(
+        "name = \"kg-complex\"\nop = \"kg_score\"\nmodel = \"complex\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
+         dim = 32\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n",
+    ));
+}
+
 #[test]
 fn golden_sparse_attention() {
     check(workload(

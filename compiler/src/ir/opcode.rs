@@ -227,6 +227,9 @@ pub enum Opcode {
     DlcCase,
     /// `%x = dlc.pop_operand`: the next marshaled operand of the current case.
     DlcPopOperand,
+    /// `%c = dlc.next_entry`: moves to the queue's next entry, a continuation of the current
+    /// case's callback (a callback of more operands than an entry carries is split).
+    DlcNextEntry,
 }
 
 impl Opcode {
@@ -269,6 +272,7 @@ impl Opcode {
             Opcode::DlcComputeLoop,
             Opcode::DlcCase,
             Opcode::DlcPopOperand,
+            Opcode::DlcNextEntry,
         ]);
         v
     }
@@ -312,6 +316,7 @@ impl Opcode {
             Opcode::DlcComputeLoop => "dlc.compute_loop".into(),
             Opcode::DlcCase => "dlc.case".into(),
             Opcode::DlcPopOperand => "dlc.pop_operand".into(),
+            Opcode::DlcNextEntry => "dlc.next_entry".into(),
         }
     }
 

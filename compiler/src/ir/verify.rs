@@ -157,7 +157,7 @@ fn allowed(op: Opcode, ctx: Context) -> bool {
     match ctx {
         Context::Core => op.is_core(),
         Context::Callback => op.is_core() || op == Opcode::SlcFromStream,
-        Context::Case => op.is_core() || op == Opcode::DlcPopOperand,
+        Context::Case => op.is_core() || matches!(op, Opcode::DlcPopOperand | Opcode::DlcNextEntry),
         Context::SlcTop => op == Opcode::SlcFor,
         Context::Slc => matches!(
             op,
@@ -274,9 +274,11 @@ fn check_args(f: &Func, op: &Op) -> Result<(), String> {
         Opcode::SlcMem => stream(0, 0, 0),
         Opcode::SlcVMem => stream(0, 0, 1),
         Opcode::SlcBuf => stream(0, 1, 0),
-        Opcode::SlcCallback(_) | Opcode::DlcConfigure | Opcode::DlcComputeLoop | Opcode::DlcPopOperand => {
-            count(0)
-        }
+        Opcode::SlcCallback(_)
+        | Opcode::DlcConfigure
+        | Opcode::DlcComputeLoop
+        | Opcode::DlcPopOperand
+        | Opcode::DlcNextEntry => count(0),
         Opcode::DlcTu => {
             if a.len() != 4 || !all(a, &scalar) || !matches!(a[3], Arg::Int(1..)) {
                 return Err("expects PARENT (or -1), LO, HI, STEP".into());

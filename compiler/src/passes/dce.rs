@@ -21,6 +21,7 @@ fn pure(op: &Op) -> bool {
             | Opcode::DlcCallback
             | Opcode::DlcOperand
             | Opcode::DlcPopOperand
+            | Opcode::DlcNextEntry
     ) && !op.results.is_empty()
 }
 

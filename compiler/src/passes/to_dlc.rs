@@ -94,9 +94,29 @@ fn lower_loop(
                     vec![Arg::Value(tu), Arg::Int(code), Arg::Int(id)],
                 ));
                 let mut body = Vec::new();
+                // A callback of more operands than an entry carries continues in further
+                // entries, registered on the same event right after it (the unit emits an
+                // event's callbacks one after the other): each has its own id, and the case
+                // moves to it (`dlc.next_entry`) before popping its operands.
+                let mut entry = id;
+                let mut in_entry = 0;
+                let mut continuations = 0;
                 for c in inner.body() {
                     if c.opcode == Opcode::SlcFromStream {
-                        config.push(Op::new(Opcode::DlcOperand, vec![], vec![Arg::Int(id), c.args[0]]));
+                        if in_entry == access_unit::isa::MAX_OPERANDS {
+                            continuations += 1;
+                            entry = id + continuations;
+                            in_entry = 0;
+                            config.push(Op::new(
+                                Opcode::DlcCallback,
+                                vec![],
+                                vec![Arg::Value(tu), Arg::Int(code), Arg::Int(entry)],
+                            ));
+                            let next = out.value("entry");
+                            body.push(Op::new(Opcode::DlcNextEntry, vec![next], vec![]));
+                        }
+                        in_entry += 1;
+                        config.push(Op::new(Opcode::DlcOperand, vec![], vec![Arg::Int(entry), c.args[0]]));
                         let mem = c.args[0].value().and_then(|v| narrow.get(&v)).map(|m| Arg::Mem(*m));
                         body.push(Op::new(
                             Opcode::DlcPopOperand,
@@ -113,6 +133,15 @@ fn lower_loop(
                     args: vec![Arg::Int(id)],
                     regions: vec![body],
                 });
+                // The continuations' ids, never dispatched (their case pops them).
+                for k in 1..=continuations {
+                    cases.push(Op {
+                        opcode: Opcode::DlcCase,
+                        results: vec![],
+                        args: vec![Arg::Int(id + k)],
+                        regions: vec![vec![]],
+                    });
+                }
             }
             other => {
                 return Err(PassError::new(

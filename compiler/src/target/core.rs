@@ -452,6 +452,11 @@ impl<'a> CoreEmitter<'a> {
                 let n = a[0].int().ok_or("increment_var needs a variable")?;
                 self.line(&format!("increment_var v{n}, 1"));
             }
+            Opcode::DlcNextEntry => {
+                // The continuation entry's control id is known: only the entry matters.
+                let rd = self.alloc_r(op.result())?;
+                self.line(&format!("pop_control r{rd}"));
+            }
             Opcode::DlcPopOperand => {
                 let rd = self.alloc_r(op.result())?;
                 self.line(&format!("pop_operand r{rd}"));
