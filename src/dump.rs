@@ -15,7 +15,9 @@
 //! ```
 //!
 //! So `output[g] = sum of table_rows[k]` over the lookups `j` in `offsets[g]..offsets[g + 1]`,
-//! where `rows[k] = (bag_tables[g], indices[j])`. A TT-EmbeddingBag's rows are its rows as
+//! where `rows[k] = (bag_tables[g], indices[j])` (lookups of a workload's `padding_idx` left
+//! out, as `nn.EmbeddingBag(padding_idx=...)` does; `table_rows` holds the values as the loads
+//! read them: f16/bf16 rows converted, int8 rows dequantized). A TT-EmbeddingBag's rows are its rows as
 //! stored: the rows of `rank` values of its tensor-train cores that the lookups' slices cover
 //! (`compiler::TtShape` gives the storage order), from which its rows are contracted.
 
