@@ -43,6 +43,8 @@ pub const OUT: &str = "out";
 pub const TT_ROWS: &str = "tt_rows";
 /// TT-EmbeddingBag: the core's scratch rows (a lookup's slices, then the partial contraction).
 pub const TT_SCRATCH: &str = "tt_scratch";
+/// TT-EmbeddingBag: the partial contraction `G1 x G2`, in the core's scratch after the slices.
+pub const TT_PARTIAL: &str = "tt_partial";
 /// With a padding index and mean or max pooling: the bag's count of lookups that are not
 /// padding, in the core's scratch.
 pub const BAG_COUNT: &str = "bag_count";
@@ -265,7 +267,10 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let indices = f.mem(INDICES, Elem::U32, vec![lookups.max(1)], true);
     let desc = f.mem(TT_ROWS, Elem::U32, vec![slices as u64, 4], true);
     let tables = f.mem(TABLES, Elem::F32, vec![spec.tables as u64 * spec.stored_rows(), rank as u64], true);
-    let scratch = f.mem(TT_SCRATCH, Elem::F32, vec![(slices + d1 * d2) as u64, rank as u64], false);
+    let scratch = f.mem(TT_SCRATCH, Elem::F32, vec![slices as u64, rank as u64], false);
+    // The partial contraction in a memory of its own, after the slices in the scratch: no access
+    // to the slices touches it, so its rows can live in registers.
+    let partial = f.mem(TT_PARTIAL, Elem::F32, vec![(d1 * d2) as u64, rank as u64], false);
     let out = f.mem(OUT, Elem::F32, vec![spec.bags(), spec.dim as u64], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
@@ -302,9 +307,9 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let a2 = b.open(Opcode::For, "a2", vec![i(0), i(d2)]).expect("iv");
     let p0 = b.val(Opcode::Int(IntOp::Mul), "p0", vec![v(a1), i(d2)]);
     let p = b.val(Opcode::Int(IntOp::Add), "p", vec![v(p0), v(a2)]);
-    let t = b.val(Opcode::Int(IntOp::Add), "tp", vec![v(p), i(slices)]);
+    let t = p;
     let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
-    b.op(Opcode::Store, "", vec![m(scratch), v(t), v(k), Arg::Float(0.0)]);
+    b.op(Opcode::Store, "", vec![m(partial), v(t), v(k), Arg::Float(0.0)]);
     b.close();
     let r1 = b.open(Opcode::For, "r1", vec![i(0), i(rank)]).expect("iv");
     let w = b.val(Opcode::Load, "w", vec![m(scratch), v(a1), v(r1)]);
@@ -313,10 +318,10 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let g = b.val(Opcode::Int(IntOp::Add), "g", vec![v(g1), i(d1)]);
     let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
     let y = b.val(Opcode::Load, "y", vec![m(scratch), v(g), v(k)]);
-    let acc = b.val(Opcode::Load, "acc", vec![m(scratch), v(t), v(k)]);
+    let acc = b.val(Opcode::Load, "acc", vec![m(partial), v(t), v(k)]);
     let wy = fop(&mut b, FloatOp::Mul, "wy", w, y);
     let s = fop(&mut b, FloatOp::Add, "s", acc, wy);
-    b.op(Opcode::Store, "", vec![m(scratch), v(t), v(k), v(s)]);
+    b.op(Opcode::Store, "", vec![m(partial), v(t), v(k), v(s)]);
     b.close();
     b.close();
     let a3 = b.open(Opcode::For, "a3", vec![i(0), i(d3)]).expect("iv");
@@ -324,7 +329,7 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let col = b.val(Opcode::Int(IntOp::Add), "col", vec![v(c0), v(a3)]);
     let g3 = b.val(Opcode::Int(IntOp::Add), "g3", vec![v(a3), i(d1 + rank * d2)]);
     let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
-    let z = b.val(Opcode::Load, "z", vec![m(scratch), v(t), v(k)]);
+    let z = b.val(Opcode::Load, "z", vec![m(partial), v(t), v(k)]);
     let y = b.val(Opcode::Load, "y", vec![m(scratch), v(g3), v(k)]);
     let zy = fop(&mut b, FloatOp::Mul, "zy", z, y);
     let acc = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(col)]);

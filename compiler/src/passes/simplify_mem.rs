@@ -30,18 +30,152 @@ pub fn simplify_mem(f: &Func) -> Func {
     forward_stores(&out, &mut body, &mut HashMap::new(), &mut HashMap::new());
     drop_dead_scratch_stores(&out, &mut body);
     visit(&mut out, &mut body);
-    // Scalar reductions take the accumulator after the rows'.
-    let mut slot = 0;
-    walk(&body, &mut |op| {
-        if matches!(op.opcode, Opcode::VGetAcc | Opcode::VSetAcc) {
-            slot = slot.max(op.args[0].int().unwrap_or(0) + 1);
-        }
-    });
+    // Rows accumulated across a loop, then scalar reductions, take the accumulators after the
+    // bags' rows.
+    carry_rows(&mut out, &mut body);
+    let slot = next_slot(&body);
     if slot < MAX_ACCUMULATORS as i64 {
         reduce_in_accumulator(&mut out, &mut body, slot);
     }
     out.body = body;
     out
+}
+
+/// The first accumulator no op of `ops` uses.
+fn next_slot(ops: &[Op]) -> i64 {
+    let mut slot = 0;
+    walk(ops, &mut |op| {
+        if matches!(op.opcode, Opcode::VGetAcc | Opcode::VSetAcc) {
+            slot = slot.max(op.args[0].int().unwrap_or(0) + 1);
+        }
+    });
+    slot
+}
+
+/// Keeps in vector accumulators the rows that a core loop accumulates into memory at a place
+/// the loop does not change (a TT lookup's partial contraction `T[a1, a2, :] += w * row`,
+/// one row per pair, over the rank): each chunk is loaded once before the loop and stored once
+/// after it, instead of a load and a store per iteration. The loop's inner loops over the
+/// row's chunks are unrolled first (constant bounds, at most 16 steps), so columns are
+/// constants. Only when every access of the memory in the loop is such a chunk, at the same
+/// row, and the chunks fit the accumulators left.
+fn carry_rows(f: &mut Func, ops: &mut Vec<Op>) {
+    let mut out = Vec::with_capacity(ops.len());
+    for mut op in std::mem::take(ops) {
+        if op.opcode == Opcode::For {
+            let slot = next_slot(&op.regions[0]).max(next_slot(&out));
+            let mut candidate = op.clone();
+            if let Some((pre, post)) = carried_row(f, &mut candidate, slot) {
+                out.extend(pre);
+                out.push(candidate);
+                out.extend(post);
+                continue;
+            }
+        }
+        for r in &mut op.regions {
+            carry_rows(f, r);
+        }
+        out.push(op);
+    }
+    *ops = out;
+}
+
+/// Rewrites core loop `l` if it carries one row of a written memory; the ops before and after.
+fn carried_row(f: &mut Func, l: &mut Op, first_slot: i64) -> Option<(Vec<Op>, Vec<Op>)> {
+    let iv = l.result();
+    // Inner loops over chunks, unrolled.
+    let mut body = Vec::new();
+    for o in std::mem::take(&mut l.regions[0]) {
+        match (o.opcode, unroll(f, &o)) {
+            (Opcode::For, Some(copies)) => body.extend(copies),
+            _ => body.push(o),
+        }
+    }
+    if body.iter().any(|o| !o.regions.is_empty()) {
+        return None;
+    }
+    let defined: std::collections::HashSet<Value> =
+        body.iter().flat_map(|o| o.results.clone()).chain([iv]).collect();
+    let place = |o: &Op| -> Option<(Vec<Arg>, i64, Arg)> {
+        // `@m, ROW.., COLUMN, N`: the row invariant, the column constant.
+        let n = if o.opcode == Opcode::VLoad { o.args.len() } else { o.args.len() - 1 };
+        if n < 3 {
+            return None;
+        }
+        let (row, rest) = o.args[1..n].split_at(n - 3);
+        let invariant = row.iter().all(|a| a.value().is_none_or(|v| !defined.contains(&v)));
+        match rest {
+            // The element count too must be known before the loop (no masked tail computed in it).
+            [Arg::Int(c), count] if invariant && count.value().is_none_or(|v| !defined.contains(&v)) => {
+                Some((row.to_vec(), *c, *count))
+            }
+            _ => None,
+        }
+    };
+    // The memory: a written one accessed by vector loads and stores at one invariant row only.
+    let accesses = |m: MemId| -> Option<(Vec<Arg>, Vec<(i64, Arg)>)> {
+        let mut row: Option<Vec<Arg>> = None;
+        let mut columns: Vec<(i64, Arg)> = Vec::new();
+        for o in body.iter().filter(|o| o.args.first() == Some(&Arg::Mem(m))) {
+            if !matches!(o.opcode, Opcode::VLoad | Opcode::VStore) {
+                return None;
+            }
+            let (r, c, n) = place(o)?;
+            if row.get_or_insert_with(|| r.clone()) != &r {
+                return None;
+            }
+            if !columns.iter().any(|(x, _)| *x == c) {
+                columns.push((c, n));
+            }
+        }
+        Some((row?, columns))
+    };
+    let written: Vec<MemId> = body
+        .iter()
+        .filter(|o| o.opcode == Opcode::VLoad)
+        .filter_map(|o| o.args[0].mem())
+        .filter(|&m| !f.mem_decl(m).readonly)
+        .collect();
+    let (m, (row, columns)) = written.into_iter().find_map(|m| accesses(m).map(|a| (m, a)))?;
+    // A row only read in the loop needs no store after it.
+    let stored = body.iter().any(|o| o.opcode == Opcode::VStore && o.args.first() == Some(&Arg::Mem(m)));
+
+    if first_slot + columns.len() as i64 > MAX_ACCUMULATORS as i64 {
+        return None;
+    }
+    let slot = |c: i64| first_slot + columns.iter().position(|(x, _)| *x == c).unwrap_or(0) as i64;
+    for o in &mut body {
+        if o.args.first() != Some(&Arg::Mem(m)) {
+            continue;
+        }
+        let c = o.args[1 + row.len()].int().unwrap_or(0);
+        *o = if o.opcode == Opcode::VLoad {
+            Op::new(Opcode::VGetAcc, o.results.clone(), vec![Arg::Int(slot(c))])
+        } else {
+            let v = *o.args.last().unwrap_or(&Arg::Int(0));
+            Op::new(Opcode::VSetAcc, vec![], vec![Arg::Int(slot(c)), v])
+        };
+    }
+    l.regions[0] = body;
+    let at = |c: i64, n: Arg| {
+        let mut a = vec![Arg::Mem(m)];
+        a.extend(row.iter().copied());
+        a.extend([Arg::Int(c), n]);
+        a
+    };
+    let (mut pre, mut post) = (Vec::new(), Vec::new());
+    for &(c, n) in &columns {
+        let (x, y) = (f.value("row"), f.value("row"));
+        pre.push(Op::new(Opcode::VLoad, vec![x], at(c, n)));
+        pre.push(Op::new(Opcode::VSetAcc, vec![], vec![Arg::Int(slot(c)), Arg::Value(x)]));
+        if stored {
+            post.push(Op::new(Opcode::VGetAcc, vec![y], vec![Arg::Int(slot(c))]));
+            let mut args = at(c, n);
+            args.push(Arg::Value(y));
+            post.push(Op::new(Opcode::VStore, vec![], args));
+        }
+    }
+    Some((pre, post))
 }
 
 /// Store-to-load forwarding for the scalars of written memories at constant places (an int8
