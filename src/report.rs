@@ -102,11 +102,12 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
         "p50 lat".into(),
         "p99 lat".into(),
         if base.is_empty() { "speedup".into() } else { format!("vs {base}") },
-        "verified".into(),
         "power W".into(),
         "nJ/lookup".into(),
         "lookups/s/W".into(),
         if base.is_empty() { "perf/W".into() } else { format!("perf/W vs {base}") },
+        // Last, so a row's verdict ends the line.
+        "verified".into(),
     ];
     let mut rows = vec![header.to_vec()];
     for o in all {
@@ -119,16 +120,16 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
                 r.push(fmt_time(m.latency.0));
                 r.push(fmt_time(m.latency.1));
                 r.push(speedup(exp, all, o).map_or("-".into(), |s| format!("{s:.2}x")));
-                r.push(match &m.verified {
-                    Some(Ok(())) => "verified".into(),
-                    Some(Err(_)) => "MISMATCH".into(),
-                    None => "n/a".into(),
-                });
                 let dash = || "-".to_string();
                 r.push(m.energy.as_ref().map_or_else(dash, |e| format!("{:.1}", e.average_w())));
                 r.push(nj_per_lookup(m).map_or_else(dash, |n| format!("{n:.2}")));
                 r.push(perf_per_watt(m).map_or_else(dash, fmt_rate));
                 r.push(perf_per_watt_ratio(exp, all, o).map_or_else(dash, |x| format!("{x:.2}x")));
+                r.push(match &m.verified {
+                    Some(Ok(())) => "verified".into(),
+                    Some(Err(_)) => "MISMATCH".into(),
+                    None => "n/a".into(),
+                });
             }
             Err(_) => {
                 // The reason goes below the table, where a long message cannot widen a column.
