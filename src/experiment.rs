@@ -27,8 +27,8 @@ use std::time::Instant;
 pub enum SystemPlan {
     /// Simulated cycle by cycle.
     Dae(Box<DaeSystem>),
-    /// Estimated analytically.
-    Gpu(GpuConfig),
+    /// Estimated analytically, with its power figures.
+    Gpu(GpuConfig, Option<gpu_model::GpuPower>),
 }
 
 /// A loaded, validated experiment.
@@ -268,7 +268,9 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         Some(value) => Some(hand_source(doc, &at("compiler.programs"), value)?),
         None => None,
     };
+    let power = dae_power(doc, i, s, &caches, access_unit.is_some())?;
     Ok(DaeSystem {
+        power,
         cores,
         core,
         vector_lanes: c.vector_bits / 32,
@@ -280,6 +282,86 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         partition: s.compiler.as_ref().map_or_else(Default::default, |cs| cs.partition),
         programs,
     })
+}
+
+/// The power figures of DAE system `i`: every table its components need, each figure finite
+/// and not negative; errors name the file and key.
+fn dae_power(
+    doc: &Document,
+    i: usize,
+    s: &SystemSection,
+    caches: &CachePlan,
+    has_unit: bool,
+) -> Result<Option<crate::power::DaePower>, ConfigError> {
+    let Some(p) = &s.power else { return Ok(None) };
+    let at = |key: &str| format!("system[{i}].power.{key}");
+    let need = |key: &str, why: &str| doc.error_at(&at(key), format!("required: {why}"));
+    for (key, given) in
+        [("tdp_w", p.tdp_w), ("static_w", p.static_w), ("onchip_pj_per_sector", p.onchip_pj_per_sector)]
+    {
+        if given.is_some() {
+            return Err(
+                doc.error_at(&at(key), "is a GPU figure; a DAE chip gives core, caches, noc and dram")
+            );
+        }
+    }
+    let core = p.core.ok_or_else(|| need("core", "the chip's cores"))?;
+    let dram =
+        p.dram.ok_or_else(|| need("dram", "the chip's memory (include configs/memory/*-energy.toml)"))?;
+    let access_unit = match (has_unit, p.access_unit) {
+        (true, None) => return Err(need("access_unit", "the chip has access units")),
+        (true, a) => a,
+        (false, _) => None,
+    };
+    let figures = p.caches.unwrap_or(crate::power::CachesPower { l1d: None, l2: None, llc: None });
+    for (key, has, given) in [
+        ("l1d", caches.l1d.is_some(), figures.l1d.is_some()),
+        ("l2", caches.l2.is_some(), figures.l2.is_some()),
+        ("llc", caches.llc.is_some(), figures.llc.is_some()),
+    ] {
+        if has && !given {
+            return Err(need(&format!("caches.{key}"), &format!("the chip has a {key}")));
+        }
+    }
+    let noc = match (caches.llc.is_some(), p.noc) {
+        (true, None) => return Err(need("noc", "the chip has an LLC behind a network")),
+        (_, n) => n,
+    };
+    let power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
+    power.validate().map_err(|e| doc.error_at(&at(&e.key), e.to_string()))?;
+    Ok(Some(power))
+}
+
+/// The power figures of GPU system `i`, checked; errors name the file and key.
+fn gpu_power(
+    doc: &Document,
+    i: usize,
+    s: &SystemSection,
+) -> Result<Option<gpu_model::GpuPower>, ConfigError> {
+    let Some(p) = &s.power else { return Ok(None) };
+    let at = |key: &str| format!("system[{i}].power.{key}");
+    for (key, given) in [
+        ("core", p.core.is_some()),
+        ("access_unit", p.access_unit.is_some()),
+        ("caches", p.caches.is_some()),
+        ("noc", p.noc.is_some()),
+    ] {
+        if given {
+            return Err(doc.error_at(
+                &at(key),
+                "is a DAE figure; a GPU gives tdp_w, static_w, onchip_pj_per_sector and dram",
+            ));
+        }
+    }
+    let need = |key: &str| doc.error_at(&at(key), "required for a GPU's power");
+    let power = gpu_model::GpuPower {
+        tdp_w: p.tdp_w.ok_or_else(|| need("tdp_w"))?,
+        static_w: p.static_w.ok_or_else(|| need("static_w"))?,
+        onchip_pj_per_sector: p.onchip_pj_per_sector.ok_or_else(|| need("onchip_pj_per_sector"))?,
+        dram: p.dram.ok_or_else(|| need("dram"))?,
+    };
+    power.validate().map_err(|e| doc.error_at(&at(&e.field), e.to_string()))?;
+    Ok(Some(power))
 }
 
 /// The hand-written programs named by the key at `key` (relative to the file that sets it, as
@@ -431,7 +513,7 @@ impl Experiment {
             }
             let plan = match s.kind {
                 SystemKind::Dae => SystemPlan::Dae(Box::new(dae_system(&doc, i, s)?)),
-                SystemKind::Gpu => SystemPlan::Gpu(gpu_system(&doc, i, &s.gpu)?),
+                SystemKind::Gpu => SystemPlan::Gpu(gpu_system(&doc, i, &s.gpu)?, gpu_power(&doc, i, s)?),
             };
             systems.push((s.name.clone(), plan));
         }
@@ -537,12 +619,16 @@ pub struct Measured {
     /// The simulated output tensor, `bags x dim` f32 row-major (cycle-level runs; the analytic
     /// GPU model computes none). Not part of results.json: `--dump-outputs` writes it.
     pub outputs: Option<Vec<f32>>,
+    /// Energy per component (systems with power figures).
+    pub energy: Option<crate::power::EnergyReport>,
 }
 
 fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
     let h = &r.lookup_latency;
     let mlp = Some(MlpProfile::of(sys, &r));
+    let energy = sys.power.as_ref().map(|p| crate::power::energy(p, &r.activity));
     Measured {
+        energy,
         time: r.sim_time,
         lookups: r.lookups,
         bytes: r.bytes,
@@ -674,7 +760,7 @@ pub fn run_pair(
                 .map(|r| measured(sys, r))
                 .map_err(|e| e.to_string())
         }
-        SystemPlan::Gpu(cfg) => {
+        SystemPlan::Gpu(cfg, power) => {
             // Rows as stored: a TT lookup gathers its slices' rows (the contraction's arithmetic
             // is not modelled: the analytic model is a gather).
             let per_lookup = spec.tt.as_ref().map_or(1, compiler::TtShape::lookup_rows);
@@ -685,7 +771,9 @@ pub fn run_pair(
                 bags: spec.bags(),
             };
             let e = gpu_model::estimate(cfg, &shape);
+            let energy = power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&e), e.time));
             Ok(Measured {
+                energy,
                 time: e.time,
                 lookups: inst.indices.len() as u64,
                 bytes: e.dram_bytes,
@@ -710,7 +798,7 @@ pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome>
         for (name, plan) in &exp.systems {
             let t0 = Instant::now();
             let result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
-            let model = if matches!(plan, SystemPlan::Gpu(_)) { "analytic" } else { "cycle-level" };
+            let model = if matches!(plan, SystemPlan::Gpu(..)) { "analytic" } else { "cycle-level" };
             let o = Outcome {
                 system: name.clone(),
                 workload: spec.name.clone(),

@@ -2,7 +2,7 @@
 //!
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
 //! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
-//! outputs and inputs ([`dump`], [`npy`]) and `.npy` index traces ([`npy_read`]). The hardware
+//! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]) and `.npy` index traces ([`npy_read`]). The hardware
 //! models live in the workspace crates below it.
 
 pub mod config;
@@ -11,5 +11,6 @@ pub mod experiment;
 pub mod mem_frontend;
 pub mod npy;
 pub mod npy_read;
+pub mod power;
 pub mod report;
 pub mod system;

@@ -45,6 +45,50 @@ fn speedup(exp: &Experiment, all: &[Outcome], o: &Outcome) -> Option<f64> {
     }
 }
 
+/// Lookups per second per watt of a measured pair (`None` without power figures).
+fn perf_per_watt(m: &Measured) -> Option<f64> {
+    let e = m.energy.as_ref()?;
+    let w = e.average_w();
+    (w > 0.0 && m.time > 0).then(|| per_second(m.lookups, m.time) / w)
+}
+
+/// Performance per watt of each outcome over the baseline system's on the same workload.
+fn perf_per_watt_ratio(exp: &Experiment, all: &[Outcome], o: &Outcome) -> Option<f64> {
+    let base = exp.file.report.baseline.as_ref()?;
+    let b = all.iter().find(|b| &b.system == base && b.workload == o.workload)?;
+    match (&b.result, &o.result) {
+        (Ok(b), Ok(m)) => Some(perf_per_watt(m)? / perf_per_watt(b)?),
+        _ => None,
+    }
+}
+
+/// Energy per lookup in nJ (`None` without power figures or lookups).
+fn nj_per_lookup(m: &Measured) -> Option<f64> {
+    let e = m.energy.as_ref()?;
+    (m.lookups > 0).then(|| e.total_j() * 1e9 / m.lookups as f64)
+}
+
+/// Per system other than the baseline: geometric means over the workloads of the speedup and
+/// of perf/W relative to the baseline.
+fn geomeans(exp: &Experiment, all: &[Outcome]) -> Vec<(String, Option<f64>, Option<f64>)> {
+    let mut systems: Vec<&str> = Vec::new();
+    for o in all {
+        if !systems.contains(&o.system.as_str()) && exp.file.report.baseline.as_deref() != Some(&o.system) {
+            systems.push(&o.system);
+        }
+    }
+    systems
+        .into_iter()
+        .map(|sys| {
+            let of = |f: &dyn Fn(&Outcome) -> Option<f64>| {
+                let v: Vec<f64> = all.iter().filter(|o| o.system == sys).filter_map(f).collect();
+                geomean(&v)
+            };
+            (sys.to_string(), of(&|o| speedup(exp, all, o)), of(&|o| perf_per_watt_ratio(exp, all, o)))
+        })
+        .collect()
+}
+
 /// The terminal table.
 pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
     let base = exp.file.report.baseline.clone().unwrap_or_default();
@@ -58,6 +102,11 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
         "p50 lat".into(),
         "p99 lat".into(),
         if base.is_empty() { "speedup".into() } else { format!("vs {base}") },
+        "power W".into(),
+        "nJ/lookup".into(),
+        "lookups/s/W".into(),
+        if base.is_empty() { "perf/W".into() } else { format!("perf/W vs {base}") },
+        // Last, so a row's verdict ends the line.
         "verified".into(),
     ];
     let mut rows = vec![header.to_vec()];
@@ -71,6 +120,11 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
                 r.push(fmt_time(m.latency.0));
                 r.push(fmt_time(m.latency.1));
                 r.push(speedup(exp, all, o).map_or("-".into(), |s| format!("{s:.2}x")));
+                let dash = || "-".to_string();
+                r.push(m.energy.as_ref().map_or_else(dash, |e| format!("{:.1}", e.average_w())));
+                r.push(nj_per_lookup(m).map_or_else(dash, |n| format!("{n:.2}")));
+                r.push(perf_per_watt(m).map_or_else(dash, fmt_rate));
+                r.push(perf_per_watt_ratio(exp, all, o).map_or_else(dash, |x| format!("{x:.2}x")));
                 r.push(match &m.verified {
                     Some(Ok(())) => "verified".into(),
                     Some(Err(_)) => "MISMATCH".into(),
@@ -80,7 +134,7 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
             Err(_) => {
                 // The reason goes below the table, where a long message cannot widen a column.
                 r.push("FAILED".into());
-                r.extend(std::iter::repeat_n(String::new(), 6));
+                r.extend(std::iter::repeat_n(String::new(), 10));
             }
         }
         rows.push(r);
@@ -91,6 +145,13 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
             let _ = writeln!(t, "FAILED {} on {}: {}", o.workload, o.system, e.lines().next().unwrap_or(""));
         }
     }
+    if !base.is_empty() {
+        for (sys, speed, ppw) in geomeans(exp, all) {
+            let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
+            let _ = writeln!(t, "geomean {sys} vs {base}: speedup {}, perf/W {}", x(speed), x(ppw));
+        }
+    }
+    t.push_str(&energy_table(all));
     t.push_str(&mlp_table(all));
     if exp.file.report.steps {
         t.push_str(&steps_table(all));
@@ -185,6 +246,60 @@ fn layout(rows: &[Vec<String>]) -> String {
     t
 }
 
+/// Energy per lookup by component, in nJ (empty when no run has power figures).
+fn energy_table(all: &[Outcome]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for o in all {
+        if let Ok(Measured { energy: Some(e), .. }) = &o.result {
+            for (n, _, _) in &e.components {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+    }
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut header = vec!["system".to_string(), "workload".into(), "static %".into()];
+    header.extend(names.iter().cloned());
+    let mut rows = vec![header];
+    for o in all {
+        let Ok(m @ Measured { energy: Some(e), .. }) = &o.result else { continue };
+        let per =
+            |j: f64| if m.lookups == 0 { "-".into() } else { format!("{:.2}", j * 1e9 / m.lookups as f64) };
+        let total = e.total_j();
+        let mut r = vec![
+            o.system.clone(),
+            o.workload.clone(),
+            if total > 0.0 { format!("{:.0}%", 100.0 * e.static_j() / total) } else { "-".into() },
+        ];
+        for n in &names {
+            r.push(e.components.iter().find(|(c, _, _)| c == n).map_or("-".into(), |(_, s, d)| per(s + d)));
+        }
+        rows.push(r);
+    }
+    format!("\nEnergy per lookup by component, nJ (static and dynamic):\n{}", layout(&rows))
+}
+
+/// The JSON form of an energy report.
+fn energy_json(m: &Measured, e: &crate::power::EnergyReport) -> Value {
+    let components: serde_json::Map<String, Value> = e
+        .components
+        .iter()
+        .map(|(n, s, d)| (n.clone(), json!({ "static_j": s, "dynamic_j": d, "total_j": s + d })))
+        .collect();
+    json!({
+        "average_power_w": e.average_w(),
+        "energy_j": e.total_j(),
+        "static_energy_j": e.static_j(),
+        "energy_per_lookup_nj": nj_per_lookup(m),
+        "lookups_per_second_per_watt": perf_per_watt(m),
+        "tdp_bound": e.tdp_bound,
+        "components": components,
+    })
+}
+
 /// The memory-level-parallelism table of the cycle-level runs (empty when there are none).
 fn mlp_table(all: &[Outcome]) -> String {
     let mut rows = vec![
@@ -256,6 +371,13 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                         None => Value::Null,
                     };
                     v["speedup_vs_baseline"] = json!(speedup(exp, all, o));
+                    if let Some(e) = &m.energy {
+                        v["power"] = energy_json(m, e);
+                        v["average_power_w"] = json!(e.average_w());
+                        v["energy_per_lookup_nj"] = json!(nj_per_lookup(m));
+                        v["lookups_per_second_per_watt"] = json!(perf_per_watt(m));
+                        v["perf_per_watt_vs_baseline"] = json!(perf_per_watt_ratio(exp, all, o));
+                    }
                     v["events"] = json!(m.events);
                     if let Some(p) = &m.mlp {
                         v["memory_level_parallelism"] = mlp_json(p);
@@ -269,11 +391,16 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
             v
         })
         .collect();
+    let geomean: serde_json::Map<String, Value> = geomeans(exp, all)
+        .into_iter()
+        .map(|(sys, speed, ppw)| (sys, json!({ "speedup": speed, "perf_per_watt": ppw })))
+        .collect();
     json!({
         "experiment": exp.file.experiment.name,
         "seed": exp.file.experiment.seed,
         "baseline": exp.file.report.baseline,
         "runs": runs,
+        "geomean_vs_baseline": geomean,
     })
 }
 

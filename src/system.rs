@@ -193,6 +193,8 @@ pub struct DaeSystem {
     pub caches: CachePlan,
     /// The memory.
     pub memory: MemoryPlan,
+    /// Energy and power figures (`None`: no power is reported).
+    pub power: Option<crate::power::DaePower>,
 }
 
 impl DaeSystem {
@@ -301,6 +303,8 @@ pub struct RunResult {
     pub events: u64,
     /// Every statistic of the run.
     pub stats: serde_json::Value,
+    /// Event counts summed over the chip: the energy model's inputs.
+    pub activity: crate::power::Activity,
 }
 
 /// Why a run could not produce a result.
@@ -648,6 +652,7 @@ pub fn run(
         }
     }
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
+    let activity = activity(&e, summary.end_tick, &cores, &units, &caches, mem, sys);
     let (bytes, requests) = match e.component(mem) {
         Some(Node::Dram(d)) => {
             let c = d.counters();
@@ -671,5 +676,82 @@ pub fn run(
         outputs,
         events: summary.events,
         stats: stats.to_json(),
+        activity,
     })
+}
+
+/// What the components of a finished run did, summed over the chip (see [`crate::power`]).
+fn activity(
+    e: &Engine<Node>,
+    time_ps: Tick,
+    cores: &[(String, ComponentId)],
+    units: &[(String, ComponentId)],
+    caches: &[(String, ComponentId, (LinkId, LinkId), CacheConfig)],
+    mem: ComponentId,
+    sys: &DaeSystem,
+) -> crate::power::Activity {
+    let mut a = crate::power::Activity { time_ps, ..Default::default() };
+    for (_, id) in cores.iter().chain(units) {
+        match e.component(*id) {
+            Some(Node::Core(c)) => {
+                let c = c.counters();
+                a.cores += 1;
+                a.instructions += c.instructions;
+                a.alu_ops += c.alu_ops;
+                a.muldiv_ops += c.muldiv_ops;
+                a.vector_ops += c.vector_ops;
+                a.loads += c.loads;
+                a.stores += c.stores;
+                a.queue_pops += c.queue_pops;
+                a.queue_loads += c.queue_loads;
+            }
+            Some(Node::Au(u)) => {
+                let c = u.counters();
+                a.units += 1;
+                a.au_requests += c.requests;
+                a.au_write_requests += c.write_requests;
+                a.au_events += c.events;
+                a.au_operands += c.operands;
+            }
+            _ => {}
+        }
+    }
+    for (name, id, _, _) in caches {
+        let Some(Node::Cache(c)) = e.component(*id) else { continue };
+        let level = if name.ends_with(".l1d") {
+            &mut a.l1d
+        } else if name.ends_with(".l2") {
+            &mut a.l2
+        } else {
+            &mut a.llc
+        };
+        let c = c.counters();
+        level.instances += 1;
+        level.lookups += c.hits + c.misses + c.sector_misses + c.merged;
+        level.fills += c.fills;
+        level.writebacks += c.writebacks;
+    }
+    let stats = e.stats();
+    let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
+    a.noc_transfers = counter("noc.requests") + counter("noc.responses");
+    match e.component(mem) {
+        Some(Node::Dram(d)) => {
+            let c = d.counters();
+            a.dram = mem_model::dram::DramActivity {
+                bytes_read: c.bytes_read,
+                bytes_written: c.bytes_written,
+                activations: c.activations(),
+            };
+        }
+        _ => {
+            a.dram.bytes_read = counter("mem.bytes_read");
+            a.dram.bytes_written = counter("mem.bytes_written");
+        }
+    }
+    // A fixed-latency memory counts as one stack for its background power.
+    a.stacks = match &sys.memory {
+        MemoryPlan::Dram(spec) => spec.organization().stacks,
+        MemoryPlan::Simple(_) => 1,
+    };
+    a
 }

@@ -201,6 +201,8 @@ pub struct AuCounters {
     pub lookups: u64,
     /// Callback events written to the output queue.
     pub events: u64,
+    /// Operands written to the output queue with those events.
+    pub operands: u64,
     /// Most requests (reads and writes) in flight at once.
     pub peak_outstanding: u32,
     /// Tick at which the last chunk was handed to the core (when finished).
@@ -336,6 +338,7 @@ struct AuStats {
     requests: CounterId,
     lookups: CounterId,
     events: CounterId,
+    operands: CounterId,
     write_requests: CounterId,
     chunks: CounterId,
     layer_requests: Vec<CounterId>,
@@ -555,6 +558,7 @@ impl<M> AccessUnit<M> {
             requests: stats.counter_in(name, "requests")?,
             lookups: stats.counter_in(name, "lookups")?,
             events: stats.counter_in(name, "events")?,
+            operands: stats.counter_in(name, "operands")?,
             write_requests: stats.counter_in(name, "write_requests")?,
             chunks: stats.counter_in(name, "chunks")?,
             layer_requests: (0..nlev)
@@ -1118,6 +1122,7 @@ where
         }
         let bytes = self.cb_bytes[cb];
         let Some(chunk) = self.chunks.back_mut() else { return false };
+        let entry_len = entry.len;
         chunk.entries.push(entry);
         chunk.data_bytes += bytes;
         if chunk.entries.len() >= self.cfg.outq_chunk_entries as usize {
@@ -1128,6 +1133,10 @@ where
         self.counters.events += 1;
         let id = self.stats.events;
         ctx.stats().inc(id);
+        let operands = u64::from(entry_len);
+        self.counters.operands += operands;
+        let id = self.stats.operands;
+        ctx.stats().add(id, operands);
         true
     }
 

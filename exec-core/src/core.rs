@@ -312,6 +312,13 @@ pub struct CoreCounters {
     pub retired: u64,
     /// Conditional branches and switches (the predicted instructions).
     pub branches: u64,
+    /// Instructions dispatched to the integer ALUs (scalar arithmetic, logic, compares,
+    /// address arithmetic, branches' condition evaluation).
+    pub alu_ops: u64,
+    /// Instructions dispatched to the multiply/divide units.
+    pub muldiv_ops: u64,
+    /// Instructions dispatched to the vector/FP units.
+    pub vector_ops: u64,
     /// Mispredicted branches and switches.
     pub mispredictions: u64,
     /// Line reads merged into a request already in flight (no new MSHR).
@@ -624,6 +631,9 @@ struct StatIds {
     merged: CounterId,
     branches: CounterId,
     mispredictions: CounterId,
+    alu_ops: CounterId,
+    muldiv_ops: CounterId,
+    vector_ops: CounterId,
     stalls: [CounterId; 6],
     retire_stall_memory: CounterId,
     retire_stall_latency: CounterId,
@@ -824,6 +834,9 @@ impl<M> Core<M> {
             merged: stats.counter_in(name, "merged_requests")?,
             branches: stats.counter_in(name, "branches")?,
             mispredictions: stats.counter_in(name, "mispredictions")?,
+            alu_ops: stats.counter_in(name, "ops.alu")?,
+            muldiv_ops: stats.counter_in(name, "ops.muldiv")?,
+            vector_ops: stats.counter_in(name, "ops.vector")?,
             stalls: [
                 stats.counter_in(name, "dispatch_stall_cycles.rob_full")?,
                 stats.counter_in(name, "dispatch_stall_cycles.lq_full")?,
@@ -1700,6 +1713,7 @@ where
             Ok(x) => x,
             Err(step) => return step,
         };
+        self.count_class(d.class, ctx);
         let seq = self.tail;
         let i = self.at(seq);
         // Sources: the ready cycle of each, or a wait on its in-flight writer.
@@ -2069,6 +2083,20 @@ where
     fn count_pop(&mut self, ctx: &mut Ctx<'_, M>) {
         self.counters.queue_pops += 1;
         ctx.stats().inc(self.stats.queue_pops);
+    }
+
+    /// Counts a dispatched instruction of an arithmetic unit class (loads, stores and queue
+    /// reads have their own counters).
+    fn count_class(&mut self, class: Class, ctx: &mut Ctx<'_, M>) {
+        let c = &mut self.counters;
+        let (counter, id) = match class {
+            Class::Alu => (&mut c.alu_ops, self.stats.alu_ops),
+            Class::MulDiv => (&mut c.muldiv_ops, self.stats.muldiv_ops),
+            Class::Vector => (&mut c.vector_ops, self.stats.vector_ops),
+            Class::Load | Class::Store | Class::None => return,
+        };
+        *counter += 1;
+        ctx.stats().inc(id);
     }
 
     fn count_branch(&mut self, ctx: &mut Ctx<'_, M>) {

@@ -13,6 +13,10 @@
 //! (365-410 ns measured). The cycle-level SM/warp model on the shared memory model replaces it
 //! later and keeps this estimate as its cross-check.
 
+pub mod power;
+
+pub use power::{GpuEnergy, GpuPower, GpuPowerError};
+
 use sim_core::{Bandwidth, ByteSize, Frequency, PS_PER_SECOND, Tick, TimeSpan};
 use thiserror::Error;
 
@@ -120,6 +124,14 @@ pub struct GpuEstimate {
     pub time: Tick,
     /// Bytes moved to and from DRAM.
     pub dram_bytes: u64,
+    /// Of those, bytes written (the pooled output rows).
+    pub dram_bytes_written: u64,
+    /// Row activations, estimated: one per row lookup that misses L2 (random rows of at most
+    /// a DRAM page) and one per 1 KiB page of the streamed indices, offsets and outputs.
+    pub dram_activations: u64,
+    /// Sectors moved between L2 and the SMs: every lookup's sectors (L2 hits included), the
+    /// index and offset streams and the output rows.
+    pub l2_sectors: u64,
     /// Lookups served from L2.
     pub l2_hits: u64,
     /// Loaded lookup latency (Little's law).
@@ -143,7 +155,18 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
     let time = cfg.launch_overhead.ps() + transfer.ceil() as u64;
     let in_flight = cfg.sms as f64 * cfg.warps_per_sm as f64 * cfg.occupancy * row_traffic as f64;
     let little = (in_flight / achieved * PS_PER_SECOND as f64) as u64;
-    GpuEstimate { time, dram_bytes, l2_hits, latency: little.max(cfg.dram_latency.ps()) }
+    let written = shape.bags * row_traffic;
+    let dram_activations = misses + (streams + written).div_ceil(1024);
+    let l2_sectors = (shape.lookups * row_traffic + streams + written) / sector;
+    GpuEstimate {
+        time,
+        dram_bytes,
+        dram_bytes_written: written,
+        dram_activations,
+        l2_sectors,
+        l2_hits,
+        latency: little.max(cfg.dram_latency.ps()),
+    }
 }
 
 #[cfg(test)]

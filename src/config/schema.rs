@@ -92,6 +92,34 @@ pub struct SystemSection {
     pub gpu: Option<gpu_model::GpuConfig>,
     /// How the compiler optimizes this system's programs (DAE systems; default `-O3`).
     pub compiler: Option<CompilerSection>,
+    /// Energy and power figures (absent: the reports give no power for this system).
+    pub power: Option<PowerSection>,
+}
+
+/// `[system.power]`: energy per event and static power. Keys carry their unit as a suffix:
+/// `_pj` (picojoules per event), `_pj_per_bit`, `_w` (watts). A DAE/CPU chip gives `core`,
+/// `dram`, `access_unit` (with access units), a table per cache level it has and `noc` (with an
+/// LLC); a GPU gives `tdp_w`, `static_w`, `onchip_pj_per_sector` and `dram`. See
+/// [`crate::power`] and [`gpu_model::power`] for the formulas.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerSection {
+    /// Per core (DAE/CPU).
+    pub core: Option<crate::power::CorePower>,
+    /// Per access unit (DAE).
+    pub access_unit: Option<crate::power::AccessUnitPower>,
+    /// Per cache level (DAE/CPU).
+    pub caches: Option<crate::power::CachesPower>,
+    /// The on-chip network (DAE/CPU).
+    pub noc: Option<crate::power::NocPower>,
+    /// The DRAM (both kinds).
+    pub dram: Option<mem_model::dram::DramEnergy>,
+    /// Thermal design power (GPU).
+    pub tdp_w: Option<f64>,
+    /// Static power with a kernel resident (GPU).
+    pub static_w: Option<f64>,
+    /// Energy per 32 B sector between L2 and an SM (GPU).
+    pub onchip_pj_per_sector: Option<f64>,
 }
 
 /// `[system.compiler]`: an optimization level, or an explicit list of passes.

@@ -1,0 +1,443 @@
+//! Energy and power of a simulated DAE (or plain-CPU) chip, computed after a run from the
+//! event counts its components recorded.
+//!
+//! Per component, dynamic energy is the sum of event counts times an energy per event, and
+//! static (background) energy is a power times the simulated time:
+//!
+//! ```text
+//! core   = cores x static_w x t + instructions x instruction_pj
+//!          + alu x alu_pj + muldiv x muldiv_pj + vector x vector_pj + loads x load_pj
+//!          + stores x store_pj + queue_pops x queue_pop_pj + queue_loads x queue_load_pj
+//! au     = units x static_w x t + requests x request_pj + write_requests x write_request_pj
+//!          + events x event_pj + operands x operand_pj
+//! cache  = instances x static_w x t + (lookups + fills + writebacks) x access_pj   (per level)
+//! noc    = line transfers (requests + responses) x transfer_pj
+//! dram   = stacks x background_w_per_stack x t + bits x pJ/bit + activations x activate_pj
+//! ```
+//!
+//! Average power is the total over `t`. The figures come from the `[power]` table of the
+//! system's preset, each with its source (`configs/systems/dae-hbm3.toml`); the DRAM's from the
+//! memory's energy file (`configs/memory/hbm3-energy.toml`). The GPU's model is
+//! [`gpu_model::power`].
+
+use mem_model::dram::{DramActivity, DramEnergy};
+use serde::Deserialize;
+use sim_core::PS_PER_SECOND;
+
+/// `[power.core]`: one core's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorePower {
+    /// Static power of one core (leakage, clock tree), in watts.
+    pub static_w: f64,
+    /// Energy every dispatched instruction pays: fetch, decode, rename, ROB, issue, retire.
+    pub instruction_pj: f64,
+    /// An integer ALU operation, on top of `instruction_pj`.
+    pub alu_pj: f64,
+    /// A multiply or divide.
+    pub muldiv_pj: f64,
+    /// A vector/FP operation on a whole vector register.
+    pub vector_pj: f64,
+    /// A load's address generation and load-queue work (its cache access is the cache's).
+    pub load_pj: f64,
+    /// A store's address generation and store-queue work.
+    pub store_pj: f64,
+    /// A pop of the output queue (`pop_control`, `pop_operand`): a read of the queue chunk.
+    pub queue_pop_pj: f64,
+    /// A `vldq`: a row read from the queue chunk in the private L2.
+    pub queue_load_pj: f64,
+}
+
+/// `[power.access_unit]`: one access unit's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessUnitPower {
+    /// Static power of one unit, in watts.
+    pub static_w: f64,
+    /// A line read request: address generation, tracking, the line written to stream storage.
+    pub request_pj: f64,
+    /// A line write of an output-queue chunk.
+    pub write_request_pj: f64,
+    /// A callback event written to the output queue.
+    pub event_pj: f64,
+    /// An operand written with an event.
+    pub operand_pj: f64,
+}
+
+/// One cache level's figures (`[power.caches.l1d]`, `.l2`, `.llc`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePower {
+    /// Energy of one line access (lookup, fill or write-back) at the level's size, in pJ.
+    pub access_pj: f64,
+    /// Static power of one instance (one private cache, one LLC bank), in watts.
+    pub static_w: f64,
+}
+
+/// `[power.caches]`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachesPower {
+    /// The private L1 data caches.
+    pub l1d: Option<CachePower>,
+    /// The private L2s.
+    pub l2: Option<CachePower>,
+    /// One LLC bank.
+    pub llc: Option<CachePower>,
+}
+
+/// `[power.noc]`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NocPower {
+    /// One message crossing the network (a request or a line of response), in pJ.
+    pub transfer_pj: f64,
+}
+
+/// The power figures of a DAE or CPU chip.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DaePower {
+    /// Per core.
+    pub core: CorePower,
+    /// Per access unit (needed when the chip has them).
+    pub access_unit: Option<AccessUnitPower>,
+    /// Per cache level (needed for each level the chip has).
+    pub caches: CachesPower,
+    /// The network (needed when the chip has an LLC).
+    pub noc: Option<NocPower>,
+    /// The DRAM.
+    pub dram: DramEnergy,
+}
+
+/// A figure that is negative or not a number: its key under `[power]` and value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{key} = {value}: must be a finite number of at least 0")]
+pub struct PowerFigureError {
+    /// The key, relative to `[power]` (`core.static_w`).
+    pub key: String,
+    /// Its value.
+    pub value: f64,
+}
+
+impl DaePower {
+    /// Every figure with its key relative to `[power]`.
+    fn figures(&self) -> Vec<(String, f64)> {
+        let c = &self.core;
+        let mut v: Vec<(String, f64)> = [
+            ("core.static_w", c.static_w),
+            ("core.instruction_pj", c.instruction_pj),
+            ("core.alu_pj", c.alu_pj),
+            ("core.muldiv_pj", c.muldiv_pj),
+            ("core.vector_pj", c.vector_pj),
+            ("core.load_pj", c.load_pj),
+            ("core.store_pj", c.store_pj),
+            ("core.queue_pop_pj", c.queue_pop_pj),
+            ("core.queue_load_pj", c.queue_load_pj),
+            ("dram.read_pj_per_bit", self.dram.read_pj_per_bit),
+            ("dram.write_pj_per_bit", self.dram.write_pj_per_bit),
+            ("dram.activate_pj", self.dram.activate_pj),
+            ("dram.background_w_per_stack", self.dram.background_w_per_stack),
+        ]
+        .into_iter()
+        .map(|(k, x)| (k.to_string(), x))
+        .collect();
+        if let Some(a) = &self.access_unit {
+            for (k, x) in [
+                ("static_w", a.static_w),
+                ("request_pj", a.request_pj),
+                ("write_request_pj", a.write_request_pj),
+                ("event_pj", a.event_pj),
+                ("operand_pj", a.operand_pj),
+            ] {
+                v.push((format!("access_unit.{k}"), x));
+            }
+        }
+        for (level, c) in [("l1d", &self.caches.l1d), ("l2", &self.caches.l2), ("llc", &self.caches.llc)] {
+            if let Some(c) = c {
+                v.push((format!("caches.{level}.access_pj"), c.access_pj));
+                v.push((format!("caches.{level}.static_w"), c.static_w));
+            }
+        }
+        if let Some(n) = &self.noc {
+            v.push(("noc.transfer_pj".into(), n.transfer_pj));
+        }
+        v
+    }
+
+    /// Checks that every figure is finite and not negative; the error names the first that is
+    /// not.
+    pub fn validate(&self) -> Result<(), PowerFigureError> {
+        match self.figures().into_iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
+            Some((key, value)) => Err(PowerFigureError { key, value }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Event counts of one cache level, summed over its instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheActivity {
+    /// Instances (private caches or LLC banks).
+    pub instances: u64,
+    /// Line lookups (hits, misses, sector misses and merged accesses).
+    pub lookups: u64,
+    /// Lines filled from below.
+    pub fills: u64,
+    /// Dirty lines written back.
+    pub writebacks: u64,
+}
+
+impl CacheActivity {
+    /// Array accesses: lookups, fills and write-backs.
+    pub fn accesses(&self) -> u64 {
+        self.lookups + self.fills + self.writebacks
+    }
+}
+
+/// What a run did, summed over the chip: the inputs of the energy model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Activity {
+    /// Simulated time, ps.
+    pub time_ps: u64,
+    /// Cores.
+    pub cores: u64,
+    /// Instructions dispatched.
+    pub instructions: u64,
+    /// Integer ALU instructions.
+    pub alu_ops: u64,
+    /// Multiplies and divides.
+    pub muldiv_ops: u64,
+    /// Vector/FP instructions.
+    pub vector_ops: u64,
+    /// Memory loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Output-queue pops.
+    pub queue_pops: u64,
+    /// `vldq` row reads.
+    pub queue_loads: u64,
+    /// Access units.
+    pub units: u64,
+    /// Access-unit line read requests.
+    pub au_requests: u64,
+    /// Access-unit chunk write requests.
+    pub au_write_requests: u64,
+    /// Callback events.
+    pub au_events: u64,
+    /// Operands written with them.
+    pub au_operands: u64,
+    /// L1D caches.
+    pub l1d: CacheActivity,
+    /// L2 caches.
+    pub l2: CacheActivity,
+    /// LLC banks.
+    pub llc: CacheActivity,
+    /// Messages crossing the network (requests and responses).
+    pub noc_transfers: u64,
+    /// DRAM bytes and activations.
+    pub dram: DramActivity,
+    /// HBM stacks (1 for a DDR or fixed-latency memory).
+    pub stacks: u32,
+}
+
+/// Energy of a run, per component, in joules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnergyReport {
+    /// Simulated time, s.
+    pub seconds: f64,
+    /// Per component: name, static joules, dynamic joules, in a fixed order.
+    pub components: Vec<(String, f64, f64)>,
+    /// Whether the power was bounded by a TDP (GPUs).
+    pub tdp_bound: bool,
+}
+
+impl EnergyReport {
+    /// Total energy, J.
+    pub fn total_j(&self) -> f64 {
+        self.components.iter().map(|(_, s, d)| s + d).sum()
+    }
+
+    /// Static energy, J.
+    pub fn static_j(&self) -> f64 {
+        self.components.iter().map(|(_, s, _)| s).sum()
+    }
+
+    /// Average power, W (0 for a run of no time).
+    pub fn average_w(&self) -> f64 {
+        if self.seconds > 0.0 { self.total_j() / self.seconds } else { 0.0 }
+    }
+
+    /// The GPU's energy in the same form.
+    pub fn of_gpu(e: &gpu_model::GpuEnergy, time_ps: u64) -> Self {
+        // Under the TDP bound the dynamic parts are scaled down together so they sum to it.
+        let dynamic = e.dram_j + e.onchip_j;
+        let scale = if dynamic > 0.0 { ((e.total_j - e.static_j).max(0.0) / dynamic).min(1.0) } else { 1.0 };
+        EnergyReport {
+            seconds: time_ps as f64 / PS_PER_SECOND as f64,
+            components: vec![
+                ("static".into(), e.static_j.min(e.total_j), 0.0),
+                ("dram".into(), 0.0, e.dram_j * scale),
+                ("onchip".into(), 0.0, e.onchip_j * scale),
+            ],
+            tdp_bound: e.tdp_bound,
+        }
+    }
+}
+
+/// The energy of a run that did `a` on a chip with figures `p` (see the module docs).
+pub fn energy(p: &DaePower, a: &Activity) -> EnergyReport {
+    let t = a.time_ps as f64 / PS_PER_SECOND as f64;
+    let pj = |n: u64, e: f64| n as f64 * e * 1e-12;
+    let c = &p.core;
+    let core_dynamic = pj(a.instructions, c.instruction_pj)
+        + pj(a.alu_ops, c.alu_pj)
+        + pj(a.muldiv_ops, c.muldiv_pj)
+        + pj(a.vector_ops, c.vector_pj)
+        + pj(a.loads, c.load_pj)
+        + pj(a.stores, c.store_pj)
+        + pj(a.queue_pops, c.queue_pop_pj)
+        + pj(a.queue_loads, c.queue_load_pj);
+    let mut components = vec![("core".to_string(), a.cores as f64 * c.static_w * t, core_dynamic)];
+    if let Some(u) = &p.access_unit {
+        let dynamic = pj(a.au_requests, u.request_pj)
+            + pj(a.au_write_requests, u.write_request_pj)
+            + pj(a.au_events, u.event_pj)
+            + pj(a.au_operands, u.operand_pj);
+        components.push(("access_unit".into(), a.units as f64 * u.static_w * t, dynamic));
+    }
+    for (name, level, act) in
+        [("l1d", &p.caches.l1d, &a.l1d), ("l2", &p.caches.l2, &a.l2), ("llc", &p.caches.llc, &a.llc)]
+    {
+        if let Some(l) = level {
+            components.push((
+                name.into(),
+                act.instances as f64 * l.static_w * t,
+                pj(act.accesses(), l.access_pj),
+            ));
+        }
+    }
+    if let Some(n) = &p.noc {
+        components.push(("noc".into(), 0.0, pj(a.noc_transfers, n.transfer_pj)));
+    }
+    components.push(("dram".into(), p.dram.background_w(a.stacks) * t, p.dram.dynamic_j(&a.dram)));
+    EnergyReport { seconds: t, components, tdp_bound: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures() -> DaePower {
+        DaePower {
+            core: CorePower {
+                static_w: 0.5,
+                instruction_pj: 100.0,
+                alu_pj: 1.0,
+                muldiv_pj: 3.0,
+                vector_pj: 20.0,
+                load_pj: 4.0,
+                store_pj: 5.0,
+                queue_pop_pj: 6.0,
+                queue_load_pj: 7.0,
+            },
+            access_unit: Some(AccessUnitPower {
+                static_w: 0.1,
+                request_pj: 10.0,
+                write_request_pj: 11.0,
+                event_pj: 2.0,
+                operand_pj: 1.0,
+            }),
+            caches: CachesPower {
+                l1d: Some(CachePower { access_pj: 10.0, static_w: 0.01 }),
+                l2: None,
+                llc: Some(CachePower { access_pj: 50.0, static_w: 0.1 }),
+            },
+            noc: Some(NocPower { transfer_pj: 20.0 }),
+            dram: DramEnergy {
+                read_pj_per_bit: 2.0,
+                write_pj_per_bit: 3.0,
+                activate_pj: 1000.0,
+                background_w_per_stack: 1.0,
+            },
+        }
+    }
+
+    fn get(r: &EnergyReport, name: &str) -> (f64, f64) {
+        r.components.iter().find(|(n, _, _)| n == name).map(|(_, s, d)| (*s, *d)).unwrap()
+    }
+
+    #[test]
+    fn energy_by_hand() {
+        let a = Activity {
+            time_ps: 1_000_000, // 1 us
+            cores: 2,
+            instructions: 1000,
+            alu_ops: 500,
+            muldiv_ops: 10,
+            vector_ops: 100,
+            loads: 200,
+            stores: 20,
+            queue_pops: 50,
+            queue_loads: 5,
+            units: 2,
+            au_requests: 300,
+            au_write_requests: 30,
+            au_events: 60,
+            au_operands: 120,
+            l1d: CacheActivity { instances: 2, lookups: 220, fills: 30, writebacks: 0 },
+            l2: CacheActivity::default(),
+            llc: CacheActivity { instances: 4, lookups: 330, fills: 300, writebacks: 10 },
+            noc_transfers: 700,
+            dram: DramActivity { bytes_read: 19_200, bytes_written: 1_920, activations: 100 },
+            stacks: 5,
+        };
+        let r = energy(&figures(), &a);
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-15;
+        // Core: 2 x 0.5 W x 1 us = 1 uJ static; dynamic 1000x100 + 500x1 + 10x3 + 100x20
+        // + 200x4 + 20x5 + 50x6 + 5x7 = 100000 + 500 + 30 + 2000 + 800 + 100 + 300 + 35
+        // = 103765 pJ.
+        let (s, d) = get(&r, "core");
+        assert!(close(s, 1e-6) && close(d, 103_765e-12), "{s} {d}");
+        // Access units: 2 x 0.1 W x 1 us = 0.2 uJ; 300x10 + 30x11 + 60x2 + 120x1 = 3570 pJ.
+        let (s, d) = get(&r, "access_unit");
+        assert!(close(s, 0.2e-6) && close(d, 3570e-12), "{s} {d}");
+        // L1D: 2 x 0.01 W x 1 us = 20 nJ; 250 accesses x 10 pJ. LLC: 4 x 0.1 W x 1 us; 640 x 50.
+        let (s, d) = get(&r, "l1d");
+        assert!(close(s, 20e-9) && close(d, 2500e-12), "{s} {d}");
+        let (s, d) = get(&r, "llc");
+        assert!(close(s, 0.4e-6) && close(d, 32_000e-12), "{s} {d}");
+        assert!(r.components.iter().all(|(n, _, _)| n != "l2"), "no L2 figures: no L2 component");
+        let (s, d) = get(&r, "noc");
+        assert!(close(s, 0.0) && close(d, 14_000e-12));
+        // DRAM: 5 stacks x 1 W x 1 us = 5 uJ; 153600 bit x 2 + 15360 bit x 3 + 100 x 1000 pJ
+        // = 307200 + 46080 + 100000 = 453280 pJ.
+        let (s, d) = get(&r, "dram");
+        assert!(close(s, 5e-6) && close(d, 453_280e-12), "{s} {d}");
+        let total = 1e-6
+            + 103_765e-12
+            + 0.2e-6
+            + 3570e-12
+            + 20e-9
+            + 2500e-12
+            + 0.4e-6
+            + 32_000e-12
+            + 14_000e-12
+            + 5e-6
+            + 453_280e-12;
+        assert!(close(r.total_j(), total));
+        assert!((r.average_w() - total / 1e-6).abs() < 1e-9);
+        assert!(close(r.static_j(), 1e-6 + 0.2e-6 + 20e-9 + 0.4e-6 + 5e-6));
+    }
+
+    #[test]
+    fn negative_and_nan_figures_are_named_by_key() {
+        let mut p = figures();
+        assert!(p.validate().is_ok());
+        p.caches.llc = Some(CachePower { access_pj: -1.0, static_w: 0.1 });
+        assert_eq!(p.validate().unwrap_err().key, "caches.llc.access_pj");
+        let mut p = figures();
+        p.core.vector_pj = f64::NAN;
+        assert_eq!(p.validate().unwrap_err().key, "core.vector_pj");
+    }
+}
