@@ -80,6 +80,9 @@ fn carry_rows(f: &mut Func, ops: &mut Vec<Op>) {
     *ops = out;
 }
 
+/// A carried row: its index arguments and its chunks (column, element count).
+type CarriedRow = (Vec<Arg>, Vec<(i64, Arg)>);
+
 /// Rewrites core loop `l` if it carries one row of a written memory; the ops before and after.
 fn carried_row(f: &mut Func, l: &mut Op, first_slot: i64) -> Option<(Vec<Op>, Vec<Op>)> {
     let iv = l.result();
@@ -113,7 +116,7 @@ fn carried_row(f: &mut Func, l: &mut Op, first_slot: i64) -> Option<(Vec<Op>, Ve
         }
     };
     // The memory: a written one accessed by vector loads and stores at one invariant row only.
-    let accesses = |m: MemId| -> Option<(Vec<Arg>, Vec<(i64, Arg)>)> {
+    let accesses = |m: MemId| -> Option<CarriedRow> {
         let mut row: Option<Vec<Arg>> = None;
         let mut columns: Vec<(i64, Arg)> = Vec::new();
         for o in body.iter().filter(|o| o.args.first() == Some(&Arg::Mem(m))) {
