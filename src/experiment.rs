@@ -621,6 +621,16 @@ pub struct Measured {
     pub outputs: Option<Vec<f32>>,
     /// Energy per component (systems with power figures).
     pub energy: Option<crate::power::EnergyReport>,
+    /// The memory's peak bandwidth in bytes per second (HBM or the fixed-latency model's).
+    pub peak_bytes_per_second: f64,
+}
+
+/// Peak bandwidth of a DAE or CPU system's memory, in bytes per second.
+fn memory_peak(sys: &DaeSystem) -> f64 {
+    match &sys.memory {
+        MemoryPlan::Simple(c) => c.bandwidth.bytes_per_second() as f64,
+        MemoryPlan::Dram(spec) => spec.peak_bandwidth().bytes_per_second() as f64,
+    }
 }
 
 fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
@@ -629,6 +639,7 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
     let energy = sys.power.as_ref().map(|p| crate::power::energy(p, &r.activity));
     Measured {
         energy,
+        peak_bytes_per_second: memory_peak(sys),
         time: r.sim_time,
         lookups: r.lookups,
         bytes: r.bytes,
@@ -698,10 +709,7 @@ impl MlpProfile {
         bins.push(1.0 - below);
         let time = r.sim_time.max(1) as f64;
         let latency_sum = h.mean() * h.len() as f64;
-        let peak = match &sys.memory {
-            MemoryPlan::Simple(c) => c.bandwidth.bytes_per_second() as f64,
-            MemoryPlan::Dram(spec) => spec.peak_bandwidth().bytes_per_second() as f64,
-        };
+        let peak = memory_peak(sys);
         let achieved = r.bytes as f64 * PS_PER_SECOND as f64 / time;
         let hbm_utilization = if peak > 0.0 { achieved / peak } else { 0.0 };
         let cores = f64::from(sys.cores.max(1));
@@ -774,6 +782,7 @@ pub fn run_pair(
             let energy = power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&e), e.time));
             Ok(Measured {
                 energy,
+                peak_bytes_per_second: cfg.hbm_bandwidth.bytes_per_second() as f64,
                 time: e.time,
                 lookups: inst.indices.len() as u64,
                 bytes: e.dram_bytes,

@@ -248,6 +248,8 @@ fn run(args: &RunArgs) -> Result<bool> {
     print!("{}", report::table(&exp, &outcomes));
     let path = report::write_json(&exp.out_dir, "results.json", &report::json(&exp, &outcomes))
         .with_context(|| format!("writing results into {}", exp.out_dir.display()))?;
+    report::write_file(&exp.out_dir, "results.csv", &report::csv(&exp, &outcomes))
+        .with_context(|| format!("writing results.csv into {}", exp.out_dir.display()))?;
     if !args.quiet {
         eprintln!("results: {}", path.display());
     }

@@ -62,6 +62,12 @@ fn perf_per_watt_ratio(exp: &Experiment, all: &[Outcome], o: &Outcome) -> Option
     }
 }
 
+/// The memory bandwidth a pair achieved as a share of its memory's peak.
+fn peak_share(m: &Measured) -> Option<f64> {
+    (m.peak_bytes_per_second > 0.0 && m.time > 0)
+        .then(|| per_second(m.bytes, m.time) / m.peak_bytes_per_second)
+}
+
 /// Energy per lookup in nJ (`None` without power figures or lookups).
 fn nj_per_lookup(m: &Measured) -> Option<f64> {
     let e = m.energy.as_ref()?;
@@ -99,6 +105,7 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
         "sim time".into(),
         "lookups/s".into(),
         "GB/s".into(),
+        "% peak".into(),
         "p50 lat".into(),
         "p99 lat".into(),
         if base.is_empty() { "speedup".into() } else { format!("vs {base}") },
@@ -117,6 +124,7 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
                 r.push(fmt_time(m.time));
                 r.push(fmt_rate(per_second(m.lookups, m.time)));
                 r.push(format!("{:.1}", per_second(m.bytes, m.time) / 1e9));
+                r.push(peak_share(m).map_or("-".into(), |p| format!("{:.1}%", 100.0 * p)));
                 r.push(fmt_time(m.latency.0));
                 r.push(fmt_time(m.latency.1));
                 r.push(speedup(exp, all, o).map_or("-".into(), |s| format!("{s:.2}x")));
@@ -134,7 +142,7 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
             Err(_) => {
                 // The reason goes below the table, where a long message cannot widen a column.
                 r.push("FAILED".into());
-                r.extend(std::iter::repeat_n(String::new(), 10));
+                r.extend(std::iter::repeat_n(String::new(), 11));
             }
         }
         rows.push(r);
@@ -363,6 +371,7 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                     v["lookups_per_second"] = json!(per_second(m.lookups, m.time));
                     v["bytes"] = json!(m.bytes);
                     v["achieved_gb_per_s"] = json!(per_second(m.bytes, m.time) / 1e9);
+                    v["peak_bandwidth_share"] = json!(peak_share(m));
                     v["lookup_latency_ps"] =
                         json!({ "p50": m.latency.0, "p99": m.latency.1, "mean": m.latency.2 });
                     v["verified"] = match &m.verified {
@@ -406,12 +415,69 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
 
 /// Writes `value` as pretty JSON to `dir/name`, atomically (temporary file, then rename).
 pub fn write_json(dir: &Path, name: &str, value: &Value) -> io::Result<PathBuf> {
+    let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+    text.push('\n');
+    write_file(dir, name, &text)
+}
+
+/// Writes `text` to `dir/name` through a temporary file, so a reader never sees half of it.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
-    text.push('\n');
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, &path)?;
     Ok(path)
+}
+
+/// The results as CSV, one row per (system, workload) in run order, the table's figures in
+/// plain units (ps, per second, W, nJ; empty where a figure does not apply): for spreadsheets
+/// and plotting scripts. A failed pair has its error in the last column.
+pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
+    let mut t = String::from(
+        "system,workload,model,sim_time_ps,lookups,lookups_per_second,achieved_gb_per_s,\
+         peak_bandwidth_share,p50_ps,p99_ps,speedup_vs_baseline,average_power_w,energy_per_lookup_nj,\
+         lookups_per_second_per_watt,perf_per_watt_vs_baseline,verified,error\n",
+    );
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    };
+    for o in all {
+        let mut f = vec![quote(&o.system), quote(&o.workload), quote(o.model)];
+        match &o.result {
+            Ok(m) => {
+                f.extend([
+                    m.time.to_string(),
+                    m.lookups.to_string(),
+                    num(Some(per_second(m.lookups, m.time))),
+                    num(Some(per_second(m.bytes, m.time) / 1e9)),
+                    num(peak_share(m)),
+                    m.latency.0.to_string(),
+                    m.latency.1.to_string(),
+                    num(speedup(exp, all, o)),
+                    num(m.energy.as_ref().map(|e| e.average_w())),
+                    num(nj_per_lookup(m)),
+                    num(perf_per_watt(m)),
+                    num(perf_per_watt_ratio(exp, all, o)),
+                    match &m.verified {
+                        Some(Ok(())) => "true".into(),
+                        Some(Err(_)) => "false".into(),
+                        None => String::new(),
+                    },
+                    match &m.verified {
+                        Some(Err(e)) => quote(e),
+                        _ => String::new(),
+                    },
+                ]);
+            }
+            Err(e) => {
+                f.extend(std::iter::repeat_n(String::new(), 13));
+                f.push(quote(e));
+            }
+        }
+        t.push_str(&f.join(","));
+        t.push('\n');
+    }
+    t
 }

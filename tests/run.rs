@@ -216,3 +216,33 @@ fn every_shipped_experiment_config_loads() {
     );
     assert!(dae.access_unit.is_some());
 }
+
+/// `results.csv` beside `results.json`: a header and one row per (system, workload) with the
+/// same figures; every system's achieved bandwidth is a share of its memory's peak, at most 1.
+#[test]
+fn results_csv_has_a_row_per_pair_and_bandwidth_as_a_share_of_peak() {
+    let dir = temp_dir("results-csv");
+    let cfg = small_experiment(&dir, "");
+    let out = dir.join("out");
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("% peak"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.len(), 17, "{header:?}");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), runs.len());
+    for (row, run) in rows.iter().zip(runs) {
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        assert_eq!(row[col("system")], run["system"].as_str().unwrap());
+        assert_eq!(row[col("sim_time_ps")], run["sim_time_ps"].to_string());
+        let share: f64 = row[col("peak_bandwidth_share")].parse().unwrap();
+        assert!(share > 0.0 && share <= 1.0, "{} on {}: {share}", run["workload"], run["system"]);
+        assert!((share - run["peak_bandwidth_share"].as_f64().unwrap()).abs() < 1e-12);
+    }
+}
