@@ -253,13 +253,7 @@ pub fn compile_with_stages(
     for (core_index, (bags, range)) in parts.into_iter().zip(&loop_ranges).enumerate() {
         // Each core's own scratch.
         let scratch = layout.scratch.map(|s| s.block(core_index));
-        let partial = spec.tt.as_ref().map_or(0, |t| t.lookup_rows() * spec.stored_row_bytes());
-        for (name, offset) in [
-            (frontend::TT_SCRATCH, 0),
-            (frontend::TT_PARTIAL, partial),
-            (frontend::BAG_COUNT, 0),
-            (frontend::QUANT, 8),
-        ] {
+        for (name, offset) in crate::layout::scratch_offsets(spec) {
             if let (Some(m), Some(s)) = (loop_fn.mem_named(name), scratch) {
                 bases.insert(m, s.base + offset);
             }

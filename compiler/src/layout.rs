@@ -120,6 +120,30 @@ pub fn first_padding_row(spec: &WorkloadSpec) -> u64 {
     if (after * spec.row_bytes()).is_multiple_of(4) { after } else { after + 1 }
 }
 
+/// Where each scratch memory of the loop function sits in a core's scratch block (bytes from
+/// its start): a TT lookup's slices, then its partial contraction; a bag's count of lookups
+/// that are not padding (mean, max) at 0; an int8 lookup's scale and bias at 8. The one place
+/// that knows the block's layout: `scratch_bytes` sizes it, code generation places the
+/// memories by it.
+pub fn scratch_offsets(spec: &WorkloadSpec) -> [(&'static str, u64); 4] {
+    use crate::frontend::{BAG_COUNT, QUANT, TT_PARTIAL, TT_SCRATCH};
+    let slices = spec.tt.as_ref().map_or(0, |t| t.lookup_rows() * spec.stored_row_bytes());
+    [(TT_SCRATCH, 0), (TT_PARTIAL, slices), (BAG_COUNT, 0), (QUANT, 8)]
+}
+
+/// Bytes of scratch each core's compute needs (see [`scratch_offsets`]; none for most ops).
+fn scratch_bytes(spec: &WorkloadSpec) -> u64 {
+    if let Some(t) = &spec.tt {
+        let (d1, d2) = (t.factor(0).1, t.factor(1).1);
+        return (t.lookup_rows() + d1 * d2) * spec.stored_row_bytes();
+    }
+    if spec.dtype == crate::workload::Dtype::Int8 {
+        // The count's word, a spare, then the lookup's scale and bias.
+        return 16;
+    }
+    if spec.padding_idx.is_some() && spec.pooling != crate::workload::Pooling::Sum { 4 } else { 0 }
+}
+
 /// Bytes from the end of the tables to the end of the padding rows (none without a padding
 /// index).
 fn padding_bytes(spec: &WorkloadSpec) -> u64 {
@@ -168,8 +192,8 @@ impl Layout {
             end = align(descriptors + t.lookup_rows() * 16, PAGE);
             TtLayout { descriptors }
         });
-        let scratch = (spec.scratch_bytes() > 0).then(|| {
-            let s = Scratch { base: end, bytes: align(spec.scratch_bytes(), 64), cores: cores.max(1) };
+        let scratch = (scratch_bytes(spec) > 0).then(|| {
+            let s = Scratch { base: end, bytes: align(scratch_bytes(spec), 64), cores: cores.max(1) };
             end = align(s.base + u64::from(s.cores) * s.bytes, PAGE);
             s
         });

@@ -727,22 +727,6 @@ impl WorkloadSpec {
         self.dtype.format().row_bytes(self.stored_dim())
     }
 
-    /// Bytes of scratch memory each core's compute needs (`crate::layout::Scratch`): a TT
-    /// lookup's slices and its partial contraction; a bag's count of lookups that are not
-    /// padding, where the pooling needs it (mean, max), at offset 0; an int8 lookup's scale and
-    /// bias at offset 8; else none.
-    pub fn scratch_bytes(&self) -> u64 {
-        if let Some(t) = &self.tt {
-            let (d1, d2) = (t.factor(0).1, t.factor(1).1);
-            return (t.lookup_rows() + d1 * d2) * self.stored_row_bytes();
-        }
-        if self.dtype == Dtype::Int8 {
-            // The count's word, a spare, then the lookup's scale and bias.
-            return 16;
-        }
-        if self.padding_idx.is_some() && self.pooling != Pooling::Sum { 4 } else { 0 }
-    }
-
     /// Output values per bag: a row of `dim`, or one score per candidate tail (knowledge-graph
     /// scoring).
     pub fn out_width(&self) -> u64 {

@@ -176,6 +176,30 @@ pub struct CorePorts {
     pub queue: Option<LinkId>,
 }
 
+/// An address range a core may store to, and the index in its values of the range's first word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Window {
+    base: u64,
+    /// One past the last byte.
+    end: u64,
+    first: u64,
+}
+
+impl Window {
+    /// The index of the `bytes` at `addr`, if they lie in the window word-aligned.
+    fn index(&self, addr: u64, bytes: u64) -> Option<u64> {
+        let inside = addr >= self.base
+            && addr.checked_add(bytes).is_some_and(|e| e <= self.end)
+            && (addr - self.base) & 3 == 0;
+        inside.then(|| self.first + (addr - self.base) / 4)
+    }
+
+    /// Whether `[start, end)` overlaps the window.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        start < self.end && self.base < end
+    }
+}
+
 /// The f32 output region this core writes: `elems` f32 from byte address `base`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OutputBuffer {
@@ -671,12 +695,11 @@ pub struct Core<M> {
     image: Arc<MemoryImage>,
     ports: CorePorts,
     output: OutputBuffer,
-    /// One past the output buffer's last byte.
-    output_end: u64,
-    /// The output buffer's values, then the scratch's.
+    /// The address ranges the core may store to: the output buffer, then its private scratch
+    /// if it has one.
+    windows: Vec<Window>,
+    /// The windows' values, window after window.
     outputs: Vec<f32>,
-    /// The private scratch, if the program has one, and one past its last byte.
-    scratch_window: Option<(OutputBuffer, u64)>,
     lanes: usize,
 
     pc: usize,
@@ -883,9 +906,8 @@ impl<M> Core<M> {
             image,
             ports,
             output,
-            output_end,
+            windows: vec![Window { base: output.base, end: output_end, first: 0 }],
             outputs,
-            scratch_window: None,
             lanes,
             pc: 0,
             rf: Box::new(RegFile {
@@ -954,7 +976,7 @@ impl<M> Core<M> {
         let Some(end) = end.filter(|_| scratch.base & 3 == 0) else {
             return Err(bad(format!("scratch at {:#x} is misaligned or overflows", scratch.base)));
         };
-        if scratch.base < self.output_end && self.output.base < end {
+        if self.windows[0].overlaps(scratch.base, end) {
             return Err(bad("the scratch overlaps the output buffer".into()));
         }
         let total = self.output.elems.saturating_add(scratch.elems);
@@ -962,18 +984,16 @@ impl<M> Core<M> {
             return Err(bad(format!("output and scratch exceed {MAX_OUTPUT_ELEMS} elements")));
         }
         self.outputs.resize(total as usize, 0.0);
-        self.scratch_window = Some((scratch, end));
+        self.windows.truncate(1);
+        self.windows.push(Window { base: scratch.base, end, first: self.output.elems });
         Ok(self)
     }
 
-    /// The index in `outputs` of the word at `addr`, if the output buffer or the scratch
-    /// holds it.
+    /// The index in `outputs` of the word at `addr`, if a window holds it.
     fn writable(&self, addr: u64) -> Option<u64> {
-        if addr >= self.output.base && addr < self.output_end {
-            return Some((addr - self.output.base) / 4);
-        }
-        let (s, end) = self.scratch_window?;
-        (addr >= s.base && addr < end).then(|| self.output.elems + (addr - s.base) / 4)
+        self.windows
+            .iter()
+            .find_map(|w| (addr >= w.base && addr < w.end).then(|| w.first + (addr - w.base) / 4))
     }
 
     /// The output buffer this core writes.
@@ -1118,13 +1138,7 @@ impl<M> Core<M> {
         let n = (count as usize).min(self.lanes);
         let end = addr.checked_add(4 * n as u64);
         // The common case, a row of a table: one image lookup for the whole vector.
-        let outside = |e: u64, base: u64, stop: u64| e <= base || addr >= stop;
-        if n > 0
-            && end.is_some_and(|e| {
-                outside(e, self.output.base, self.output_end)
-                    && self.scratch_window.is_none_or(|(s, stop)| outside(e, s.base, stop))
-            })
-        {
+        if n > 0 && end.is_some_and(|e| !self.windows.iter().any(|w| w.overlaps(addr, e))) {
             let mut words = [0u32; 64];
             if self.image.read_u32s(addr, &mut words[..n]).is_ok() {
                 let (loaded, rest) = self.vregs[start..start + self.lanes].split_at_mut(n);
@@ -1167,24 +1181,15 @@ impl<M> Core<M> {
     /// Checks that `bytes` at `addr` lie in the output buffer or the scratch, aligned to
     /// `align`; returns the index of the first word in `outputs`.
     fn check_store(&self, addr: u64, bytes: u64, align: u64) -> Result<usize, FaultKind> {
-        let within = |base: u64, stop: u64| {
-            addr >= base && addr.checked_add(bytes).is_some_and(|end| end <= stop) && (addr - base) & 3 == 0
-        };
-        let in_scratch = self.scratch_window.is_some_and(|(s, stop)| within(s.base, stop));
-        if in_scratch && addr.is_multiple_of(align) {
-            let (s, _) = self.scratch_window.expect("checked");
-            return Ok((self.output.elems + (addr - s.base) / 4) as usize);
-        }
-        let inside = within(self.output.base, self.output_end) && addr.is_multiple_of(align);
-        if !inside {
-            return Err(FaultKind::StoreOutsideOutput {
-                addr,
-                bytes,
-                base: self.output.base,
-                size: self.output_end - self.output.base,
-            });
-        }
-        Ok(((addr - self.output.base) / 4) as usize)
+        let at =
+            self.windows.iter().find_map(|w| w.index(addr, bytes)).filter(|_| addr.is_multiple_of(align));
+        let out = self.windows[0];
+        at.map(|i| i as usize).ok_or(FaultKind::StoreOutsideOutput {
+            addr,
+            bytes,
+            base: out.base,
+            size: out.end - out.base,
+        })
     }
 
     /// The distinct lines of `bytes` at `addr`, appended to `lines`.
