@@ -86,8 +86,6 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let count = (spec.padding_idx.is_some() && spec.pooling != Pooling::Sum)
         .then(|| f.mem(BAG_COUNT, Elem::F32, vec![1], false));
     let m = |x: MemId| Arg::Mem(x);
-    let fop =
-        |b: &mut Builder, op: FloatOp, hint: &str, x: Arg, y: Arg| b.val(Opcode::Float(op), hint, vec![x, y]);
     let mut b = Builder::new(&mut f);
     let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets);
     // The pooling's identity.
@@ -201,6 +199,11 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     f
 }
 
+/// Appends `x OP y` (f32).
+fn fop(b: &mut Builder, op: FloatOp, hint: &str, x: Arg, y: Arg) -> Value {
+    b.val(Opcode::Float(op), hint, vec![x, y])
+}
+
 /// Opens the loop over bags `0..bags` and reads the bag's lookups `lo..hi`; with several
 /// tables, also its table's first row in the stacked tables (`base`).
 fn open_bag(b: &mut Builder, spec: &WorkloadSpec, offsets: MemId) -> (Value, Value, Value, Option<Value>) {
@@ -300,9 +303,6 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     b.close();
     b.close();
     // The contraction, one (a1, a2) pair of the row's columns at a time.
-    let fop = |b: &mut Builder, op: FloatOp, hint: &str, x: Value, y: Value| {
-        b.val(Opcode::Float(op), hint, vec![v(x), v(y)])
-    };
     let a1 = b.open(Opcode::For, "a1", vec![i(0), i(d1)]).expect("iv");
     let a2 = b.open(Opcode::For, "a2", vec![i(0), i(d2)]).expect("iv");
     let p0 = b.val(Opcode::Int(IntOp::Mul), "p0", vec![v(a1), i(d2)]);
@@ -319,8 +319,8 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
     let y = b.val(Opcode::Load, "y", vec![m(scratch), v(g), v(k)]);
     let acc = b.val(Opcode::Load, "acc", vec![m(partial), v(t), v(k)]);
-    let wy = fop(&mut b, FloatOp::Mul, "wy", w, y);
-    let s = fop(&mut b, FloatOp::Add, "s", acc, wy);
+    let wy = fop(&mut b, FloatOp::Mul, "wy", v(w), v(y));
+    let s = fop(&mut b, FloatOp::Add, "s", v(acc), v(wy));
     b.op(Opcode::Store, "", vec![m(partial), v(t), v(k), v(s)]);
     b.close();
     b.close();
@@ -331,9 +331,9 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");
     let z = b.val(Opcode::Load, "z", vec![m(partial), v(t), v(k)]);
     let y = b.val(Opcode::Load, "y", vec![m(scratch), v(g3), v(k)]);
-    let zy = fop(&mut b, FloatOp::Mul, "zy", z, y);
+    let zy = fop(&mut b, FloatOp::Mul, "zy", v(z), v(y));
     let acc = b.val(Opcode::Load, "a", vec![m(out), v(bag), v(col)]);
-    let s = fop(&mut b, FloatOp::Add, "s", acc, zy);
+    let s = fop(&mut b, FloatOp::Add, "s", v(acc), v(zy));
     b.op(Opcode::Store, "", vec![m(out), v(bag), v(col), v(s)]);
     b.close();
     b.close();
@@ -400,28 +400,25 @@ pub fn lower_kg(spec: &WorkloadSpec, model: KgModel, candidates: u64) -> Func {
     b.op(Opcode::Store, "", vec![m(out), v(c), Arg::Float(0.0)]);
     let half = if model == KgModel::ComplEx { spec.dim as i64 / 2 } else { spec.dim as i64 };
     let k = b.open(Opcode::For, "k", vec![i(0), i(half)]).expect("iv");
-    let fop = |b: &mut Builder, op: FloatOp, hint: &str, x: Value, y: Arg| {
-        b.val(Opcode::Float(op), hint, vec![v(x), y])
-    };
     let term = match model {
         KgModel::TransE => {
             let x = b.val(Opcode::Load, "x", vec![m(ent), v(h), v(k)]);
             let y = b.val(Opcode::Load, "y", vec![m(rel), v(r), v(k)]);
             let z = b.val(Opcode::Load, "z", vec![m(ent), v(t), v(k)]);
-            let xy = fop(&mut b, FloatOp::Add, "xy", x, v(y));
-            let nz = fop(&mut b, FloatOp::Mul, "nz", z, Arg::Float(-1.0));
-            let e = fop(&mut b, FloatOp::Add, "e", xy, v(nz));
-            let ne = fop(&mut b, FloatOp::Mul, "ne", e, Arg::Float(-1.0));
-            let dist = fop(&mut b, FloatOp::Max, "dist", e, v(ne));
+            let xy = fop(&mut b, FloatOp::Add, "xy", v(x), v(y));
+            let nz = fop(&mut b, FloatOp::Mul, "nz", v(z), Arg::Float(-1.0));
+            let e = fop(&mut b, FloatOp::Add, "e", v(xy), v(nz));
+            let ne = fop(&mut b, FloatOp::Mul, "ne", v(e), Arg::Float(-1.0));
+            let dist = fop(&mut b, FloatOp::Max, "dist", v(e), v(ne));
             // The score is minus the distance.
-            fop(&mut b, FloatOp::Mul, "term", dist, Arg::Float(-1.0))
+            fop(&mut b, FloatOp::Mul, "term", v(dist), Arg::Float(-1.0))
         }
         KgModel::DistMult => {
             let x = b.val(Opcode::Load, "x", vec![m(ent), v(h), v(k)]);
             let y = b.val(Opcode::Load, "y", vec![m(rel), v(r), v(k)]);
             let z = b.val(Opcode::Load, "z", vec![m(ent), v(t), v(k)]);
-            let xy = fop(&mut b, FloatOp::Mul, "xy", x, v(y));
-            fop(&mut b, FloatOp::Mul, "term", xy, v(z))
+            let xy = fop(&mut b, FloatOp::Mul, "xy", v(x), v(y));
+            fop(&mut b, FloatOp::Mul, "term", v(xy), v(z))
         }
         KgModel::ComplEx => {
             let ki = b.val(Opcode::Int(IntOp::Add), "ki", vec![v(k), i(half)]);
@@ -433,21 +430,21 @@ pub fn lower_kg(spec: &WorkloadSpec, model: KgModel, candidates: u64) -> Func {
             let ti = b.val(Opcode::Load, "ti", vec![m(ent), v(t), v(ki)]);
             // Re(h r conj(t)) = hr rr tr + hi rr ti + hr ri ti - hi ri tr.
             let prod = |b: &mut Builder, a: Value, x: Value, y: Value| {
-                let p = fop(b, FloatOp::Mul, "p", a, v(x));
-                fop(b, FloatOp::Mul, "p", p, v(y))
+                let p = fop(b, FloatOp::Mul, "p", v(a), v(x));
+                fop(b, FloatOp::Mul, "p", v(p), v(y))
             };
             let t1 = prod(&mut b, hr, rr, tr);
             let t2 = prod(&mut b, hi, rr, ti);
             let t3 = prod(&mut b, hr, ri, ti);
             let t4 = prod(&mut b, hi, ri, tr);
-            let n4 = fop(&mut b, FloatOp::Mul, "n4", t4, Arg::Float(-1.0));
-            let s12 = fop(&mut b, FloatOp::Add, "s", t1, v(t2));
-            let s123 = fop(&mut b, FloatOp::Add, "s", s12, v(t3));
-            fop(&mut b, FloatOp::Add, "term", s123, v(n4))
+            let n4 = fop(&mut b, FloatOp::Mul, "n4", v(t4), Arg::Float(-1.0));
+            let s12 = fop(&mut b, FloatOp::Add, "s", v(t1), v(t2));
+            let s123 = fop(&mut b, FloatOp::Add, "s", v(s12), v(t3));
+            fop(&mut b, FloatOp::Add, "term", v(s123), v(n4))
         }
     };
     let acc = b.val(Opcode::Load, "acc", vec![m(out), v(c)]);
-    let sum = fop(&mut b, FloatOp::Add, "sum", acc, v(term));
+    let sum = fop(&mut b, FloatOp::Add, "sum", v(acc), v(term));
     b.op(Opcode::Store, "", vec![m(out), v(c), v(sum)]);
     b.close();
     b.close();
