@@ -27,8 +27,19 @@ use std::time::Instant;
 pub enum SystemPlan {
     /// Simulated cycle by cycle.
     Dae(Box<DaeSystem>),
-    /// Estimated analytically, with its power figures.
-    Gpu(GpuConfig, Option<gpu_model::GpuPower>),
+    /// A GPU: simulated where it has a cycle-level model, always estimated analytically.
+    Gpu(Box<GpuPlan>),
+}
+
+/// A GPU system ready to run.
+#[derive(Debug, Clone)]
+pub struct GpuPlan {
+    /// The analytic model's parameters (shared with the simulation).
+    pub cfg: GpuConfig,
+    /// The cycle-level model, when the preset has `[gpu_sim]`.
+    pub sim: Option<gpu_model::GpuSim>,
+    /// Power figures.
+    pub power: Option<gpu_model::GpuPower>,
 }
 
 /// A loaded, validated experiment.
@@ -481,13 +492,57 @@ fn tidy(path: &Path) -> PathBuf {
     out
 }
 
-fn gpu_system(doc: &Document, i: usize, g: &Option<GpuConfig>) -> Result<GpuConfig, ConfigError> {
-    let cfg = g.ok_or_else(|| doc.error_at(&format!("system[{i}].gpu"), "required for kind = \"gpu\""))?;
-    cfg.validate().map_err(|e| {
+/// GPU system `i`: its analytic parameters and, with `[gpu_sim]`, its cycle-level model on the
+/// `[memory]` DRAM preset; errors name the file and key.
+pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan, ConfigError> {
+    let at = |key: &str| format!("system[{i}].{key}");
+    let cfg = s.gpu.ok_or_else(|| doc.error_at(&at("gpu"), "required for kind = \"gpu\""))?;
+    let named = |section: &str, e: gpu_model::GpuError| {
         let gpu_model::GpuError::Range { field, why, .. } = e;
-        doc.error_at(&format!("system[{i}].gpu.{field}"), why)
-    })?;
-    Ok(cfg)
+        doc.error_at(&at(&format!("{section}.{field}")), why)
+    };
+    cfg.validate().map_err(|e| named("gpu", e))?;
+    let sim = match &s.gpu_sim {
+        None => None,
+        Some(sim) => {
+            sim.validate(&cfg).map_err(|e| named("gpu_sim", e))?;
+            for (key, c) in [("l1", &sim.l1), ("l2.bank", &sim.l2.bank)] {
+                c.geometry().map_err(|e| doc.error_at(&at(&format!("gpu_sim.{key}")), e.to_string()))?;
+            }
+            let need = || {
+                doc.error_at(&at("memory"), "a GPU with [gpu_sim] needs model = \"dram\" and a dram preset")
+            };
+            let m = s.memory.as_ref().ok_or_else(need)?;
+            let preset = match (&m.model, &m.dram) {
+                (MemoryModel::Dram, Some(p)) => p.clone(),
+                _ => return Err(need()),
+            };
+            let spec =
+                DramSpec::from_preset(preset).map_err(|e| doc.error_at(&at("memory.dram"), e.to_string()))?;
+            Some(gpu_model::GpuSim { gpu: cfg, sim: sim.clone(), dram: Arc::new(spec) })
+        }
+    };
+    Ok(GpuPlan { cfg, sim, power: gpu_power(doc, i, s)? })
+}
+
+/// Loads a GPU system preset on its own (as an experiment's `[[system]]` includes it); it must
+/// have a cycle-level model. Errors name the file and key.
+pub fn load_gpu_system(path: &Path) -> Result<gpu_model::GpuSim, ConfigError> {
+    #[derive(serde::Deserialize)]
+    struct Systems {
+        system: Vec<SystemSection>,
+    }
+    let text = format!("[[system]]\nname = \"gpu\"\ninclude = {:?}\n", path.display().to_string());
+    // The wrapper sits beside nothing: the include is resolved against the working directory.
+    let doc = Document::from_str(&text, Path::new("gpu-calibrate"))?;
+    let f: Systems = doc.deserialize()?;
+    let Some(s) = f.system.first() else { return Err(doc.error_at("system", "no system")) };
+    if s.kind != SystemKind::Gpu {
+        return Err(doc.error_at("system[0].kind", "must be \"gpu\""));
+    }
+    gpu_system(&doc, 0, s)?
+        .sim
+        .ok_or_else(|| doc.error_at("system[0]", "the GPU has no [gpu_sim] (cycle-level model)"))
 }
 
 impl Experiment {
@@ -513,7 +568,7 @@ impl Experiment {
             }
             let plan = match s.kind {
                 SystemKind::Dae => SystemPlan::Dae(Box::new(dae_system(&doc, i, s)?)),
-                SystemKind::Gpu => SystemPlan::Gpu(gpu_system(&doc, i, &s.gpu)?, gpu_power(&doc, i, s)?),
+                SystemKind::Gpu => SystemPlan::Gpu(Box::new(gpu_system(&doc, i, s)?)),
             };
             systems.push((s.name.clone(), plan));
         }
@@ -589,7 +644,8 @@ pub struct Outcome {
     pub system: String,
     /// Workload name.
     pub workload: String,
-    /// "cycle-level" or "analytic".
+    /// "cycle-level" (timed and computed), "cycle-timing" (timed only: the simulated GPU) or
+    /// "analytic".
     pub model: &'static str,
     /// The measurements, or why there are none.
     pub result: Result<Measured, String>,
@@ -623,6 +679,8 @@ pub struct Measured {
     pub energy: Option<crate::power::EnergyReport>,
     /// The memory's peak bandwidth in bytes per second (HBM or the fixed-latency model's).
     pub peak_bytes_per_second: f64,
+    /// A simulated GPU's analytic estimate, reported beside it as a cross-check.
+    pub analytic_time: Option<Tick>,
 }
 
 /// Peak bandwidth of a DAE or CPU system's memory, in bytes per second.
@@ -649,6 +707,7 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         stats: Some(r.stats),
         mlp,
         outputs: Some(r.outputs),
+        analytic_time: None,
     }
 }
 
@@ -768,33 +827,68 @@ pub fn run_pair(
                 .map(|r| measured(sys, r))
                 .map_err(|e| e.to_string())
         }
-        SystemPlan::Gpu(cfg, power) => {
-            // Rows as stored: a TT lookup gathers its slices' rows (the contraction's arithmetic
-            // is not modelled: the analytic model is a gather).
-            let per_lookup = spec.tt.as_ref().map_or(1, compiler::TtShape::lookup_rows);
-            let shape = GatherShape {
-                lookups: inst.indices.len() as u64 * per_lookup,
-                distinct_rows: inst.bag_rows(spec).len() as u64,
-                row_bytes: spec.stored_row_bytes(),
-                bags: spec.bags(),
-            };
-            let e = gpu_model::estimate(cfg, &shape);
-            let energy = power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&e), e.time));
-            Ok(Measured {
-                energy,
-                peak_bytes_per_second: cfg.hbm_bandwidth.bytes_per_second() as f64,
-                time: e.time,
-                lookups: inst.indices.len() as u64,
-                bytes: e.dram_bytes,
-                latency: (e.latency, e.latency, e.latency as f64),
-                verified: None,
-                events: 0,
-                stats: None,
-                mlp: None,
-                outputs: None,
-            })
-        }
+        SystemPlan::Gpu(plan) => run_gpu(seeds, max_sim_time, plan, spec, inst),
     }
+}
+
+/// Runs one workload on a GPU: the cycle-level model where the preset has one, with the analytic
+/// estimate beside it; the analytic estimate alone otherwise.
+fn run_gpu(
+    seeds: &SeedTree,
+    max_sim_time: Tick,
+    plan: &GpuPlan,
+    spec: &WorkloadSpec,
+    inst: &EmbeddingBagInstance,
+) -> Result<Measured, String> {
+    // Rows as stored: a TT lookup gathers its slices' rows (the analytic model leaves out the
+    // contraction's arithmetic; the simulation counts it).
+    let per_lookup = spec.tt.as_ref().map_or(1, compiler::TtShape::lookup_rows);
+    let shape = GatherShape {
+        lookups: inst.indices.len() as u64 * per_lookup,
+        distinct_rows: inst.bag_rows(spec).len() as u64,
+        row_bytes: spec.stored_row_bytes(),
+        bags: spec.bags(),
+    };
+    let analytic = gpu_model::estimate(&plan.cfg, &shape);
+    let peak = plan.cfg.hbm_bandwidth.bytes_per_second() as f64;
+    let lookups = inst.indices.len() as u64;
+    let Some(sim) = &plan.sim else {
+        let energy =
+            plan.power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&analytic), analytic.time));
+        let l = analytic.latency;
+        return Ok(Measured {
+            energy,
+            peak_bytes_per_second: peak,
+            time: analytic.time,
+            lookups,
+            bytes: analytic.dram_bytes,
+            latency: (l, l, l as f64),
+            verified: None,
+            events: 0,
+            stats: None,
+            mlp: None,
+            outputs: None,
+            analytic_time: None,
+        });
+    };
+    let kernel = std::sync::Arc::new(crate::gpu_kernel::kernel(spec, inst));
+    let r = gpu_model::sim::run(sim, kernel, seeds, max_sim_time).map_err(|e| e.to_string())?;
+    let energy = plan.power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&r.activity), r.time));
+    let h = &r.latency;
+    Ok(Measured {
+        energy,
+        peak_bytes_per_second: peak,
+        time: r.time,
+        lookups,
+        bytes: r.activity.dram_bytes,
+        latency: (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()),
+        verified: None,
+        events: r.events,
+        stats: None,
+        mlp: None,
+        outputs: None,
+        analytic_time: Some(analytic.time),
+    })
 }
 
 /// Runs every (system, workload) pair; `progress` hears about each pair as it ends.
@@ -807,7 +901,11 @@ pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome>
         for (name, plan) in &exp.systems {
             let t0 = Instant::now();
             let result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
-            let model = if matches!(plan, SystemPlan::Gpu(..)) { "analytic" } else { "cycle-level" };
+            let model = match plan {
+                SystemPlan::Gpu(g) if g.sim.is_none() => "analytic",
+                SystemPlan::Gpu(_) => "cycle-timing",
+                SystemPlan::Dae(_) => "cycle-level",
+            };
             let o = Outcome {
                 system: name.clone(),
                 workload: spec.name.clone(),

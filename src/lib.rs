@@ -8,6 +8,7 @@
 pub mod config;
 pub mod dump;
 pub mod experiment;
+pub mod gpu_kernel;
 pub mod mem_frontend;
 pub mod npy;
 pub mod npy_read;

@@ -41,6 +41,16 @@ enum Command {
     /// Drive the memory system alone from a trace file or a traffic generator.
     #[command(after_help = MEM_EXAMPLES)]
     Mem(MemArgs),
+    /// Run the GPU model's calibration microbenchmarks and print them beside the measured
+    /// H100 figures.
+    GpuCalibrate {
+        /// GPU system preset.
+        #[arg(long, value_name = "FILE", default_value = "configs/systems/h100-sxm.toml")]
+        system: PathBuf,
+        /// Size of the microbenchmarks (1.0 = full; smaller is faster and noisier).
+        #[arg(long, value_name = "X", default_value_t = 1.0)]
+        scale: f64,
+    },
     /// Measure the simulator's own speed.
     Bench {
         /// What to measure.
@@ -535,12 +545,28 @@ fn bench_system() -> Result<()> {
     Ok(())
 }
 
+fn gpu_calibrate(system: &std::path::Path, scale: f64) -> Result<()> {
+    if !(scale > 0.0 && scale <= 100.0) {
+        bail!("--scale {scale}: must be in (0, 100]");
+    }
+    let gpu =
+        dae_sim::experiment::load_gpu_system(system).with_context(|| format!("{}", system.display()))?;
+    let t0 = std::time::Instant::now();
+    let cal =
+        gpu_model::calibration::run(&gpu, gpu_model::calibration::Scale(scale), &sim_core::SeedTree::new(1))
+            .map_err(|e| anyhow!("{}: {e}", system.display()))?;
+    println!("GPU calibration of {} ({:.1} s host)\n", system.display(), t0.elapsed().as_secs_f64());
+    print!("{}", cal.table());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         None => run(&cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Compile(args)) => compile(args).map(|()| true),
+        Some(Command::GpuCalibrate { system, scale }) => gpu_calibrate(system, *scale).map(|()| true),
         Some(Command::Bench { what: BenchTarget::Engine }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),
         Some(Command::Bench { what: BenchTarget::Mem }) => bench_mem().map(|()| true),

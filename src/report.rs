@@ -159,12 +159,46 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
             let _ = writeln!(t, "geomean {sys} vs {base}: speedup {}, perf/W {}", x(speed), x(ppw));
         }
     }
+    t.push_str(&gpu_cross_check(all));
     t.push_str(&energy_table(all));
     t.push_str(&mlp_table(all));
     if exp.file.report.steps {
         t.push_str(&steps_table(all));
     }
     t
+}
+
+/// How far a GPU simulation may stray from its analytic estimate before the report warns.
+pub const CROSS_CHECK_TOLERANCE: f64 = 0.25;
+
+/// A simulated GPU's time over its analytic estimate (`None` where there is no estimate).
+pub fn sim_over_analytic(m: &Measured) -> Option<f64> {
+    m.analytic_time.filter(|&a| a > 0).map(|a| m.time as f64 / a as f64)
+}
+
+/// The cycle-level GPU beside its analytic estimate, with a warning where they differ by more
+/// than [`CROSS_CHECK_TOLERANCE`] (empty when no GPU was simulated).
+fn gpu_cross_check(all: &[Outcome]) -> String {
+    let mut rows =
+        vec![["system", "workload", "simulated", "analytic", "ratio", ""].map(String::from).to_vec()];
+    for o in all {
+        let Ok(m) = &o.result else { continue };
+        let (Some(a), Some(r)) = (m.analytic_time, sim_over_analytic(m)) else { continue };
+        let warn =
+            if (r - 1.0).abs() > CROSS_CHECK_TOLERANCE { "WARNING: differ by more than 25%" } else { "" };
+        rows.push(vec![
+            o.system.clone(),
+            o.workload.clone(),
+            fmt_time(m.time),
+            fmt_time(a),
+            format!("{r:.2}x"),
+            warn.into(),
+        ]);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    format!("\nGPU: cycle-level model beside the analytic estimate (time):\n{}", layout(&rows))
 }
 
 /// Geometric mean (`None` for no values).
@@ -372,6 +406,10 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                     v["bytes"] = json!(m.bytes);
                     v["achieved_gb_per_s"] = json!(per_second(m.bytes, m.time) / 1e9);
                     v["peak_bandwidth_share"] = json!(peak_share(m));
+                    if let Some(a) = m.analytic_time {
+                        v["analytic_time_ps"] = json!(a);
+                        v["sim_over_analytic"] = json!(sim_over_analytic(m));
+                    }
                     v["lookup_latency_ps"] =
                         json!({ "p50": m.latency.0, "p99": m.latency.1, "mean": m.latency.2 });
                     v["verified"] = match &m.verified {
@@ -437,7 +475,7 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
     let mut t = String::from(
         "system,workload,model,sim_time_ps,lookups,lookups_per_second,achieved_gb_per_s,\
          peak_bandwidth_share,p50_ps,p99_ps,speedup_vs_baseline,average_power_w,energy_per_lookup_nj,\
-         lookups_per_second_per_watt,perf_per_watt_vs_baseline,verified,error\n",
+         lookups_per_second_per_watt,perf_per_watt_vs_baseline,analytic_time_ps,verified,error\n",
     );
     let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     let quote = |s: &str| {
@@ -460,6 +498,7 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
                     num(nj_per_lookup(m)),
                     num(perf_per_watt(m)),
                     num(perf_per_watt_ratio(exp, all, o)),
+                    m.analytic_time.map_or(String::new(), |a| a.to_string()),
                     match &m.verified {
                         Some(Ok(())) => "true".into(),
                         Some(Err(_)) => "false".into(),
@@ -472,7 +511,7 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
                 ]);
             }
             Err(e) => {
-                f.extend(std::iter::repeat_n(String::new(), 13));
+                f.extend(std::iter::repeat_n(String::new(), 14));
                 f.push(quote(e));
             }
         }

@@ -550,8 +550,12 @@ pub fn run(
 
     for (name, id, (down_req, down_resp), cfg) in &caches {
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
-        let cache =
+        let mut cache =
             Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|err| build_err(name, err))?;
+        if name.starts_with("llc") {
+            // LLC banks interleave lines: each indexes its sets above the bank bits.
+            cache = cache.interleaved(noc_down.len() as u32);
+        }
         e.install(*id, Node::Cache(cache))?;
     }
     if shared_entry != mem {

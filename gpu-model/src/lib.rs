@@ -1,233 +1,34 @@
-//! gpu-model: the GPU baseline.
+//! gpu-model: the GPU baseline, simulated cycle by cycle and estimated analytically beside it.
 //!
-//! This first model is analytic, the estimate a GPU architect writes on a whiteboard for an
-//! embedding gather, with each term named. Every lookup moves its row rounded up to whole 32 B
-//! sectors; lookups whose row is already in L2 (estimated from the reuse actually present in the
-//! indices, scaled down when the distinct rows outgrow the L2) cost no DRAM traffic; indices and
-//! offsets stream in and pooled rows stream out. DRAM time is that traffic over the peak
-//! bandwidth times an achievable-efficiency factor for random rows of that size (REFERENCE.md
-//! section 3: a placeholder of 0.3-0.5 of peak for 32 B rows, 0.5-0.7 for 64 B, 0.75-0.85 for
-//! 128 B and above), plus the kernel launch and tail overhead (2-6 us measured). The loaded
-//! latency follows Little's law from the bytes the resident warps keep in flight (one row per
-//! resident warp at FBGEMM's 71% achieved occupancy), never below the unloaded DRAM latency
-//! (365-410 ns measured). The cycle-level SM/warp model on the shared memory model replaces it
-//! later and keeps this estimate as its cross-check.
+//! The cycle-level model ([`sim`]) runs a gather kernel on SMs ([`sm`]) with resident blocks
+//! limited by warps, registers and the block limit (occupancy), the library's mapping
+//! ([`kernel`]: FBGEMM's TBE gives a bag to a group of 4-32 lanes that loads one row at a time;
+//! other families balance long bags over groups), warp instructions coalesced into 128 B line
+//! requests, a sectored L1 per SM, a crossbar to a two-partition L2 (near and far latency), and
+//! the HBM model of `mem-model` behind memory-side L2 slices; the kernel's time runs from its
+//! launch to its last store. Its parameters are in the GPU preset's `[gpu_sim]`, each with its
+//! source (REFERENCE.md section 3), and [`calibration`] checks them against measured H100
+//! behaviour: pointer chase, L2 hit latency, streaming and L2 bandwidth, the loaded-latency
+//! curve.
+//!
+//! The analytic model ([`analytic`]) is the whiteboard estimate, each term named: every lookup
+//! moves its row rounded up to whole 32 B sectors; lookups whose row is already in L2 (estimated
+//! from the reuse in the indices, scaled down when the distinct rows outgrow the L2) cost no
+//! DRAM traffic; DRAM time is that traffic over peak bandwidth times an efficiency for random
+//! rows of that size (REFERENCE.md section 3's placeholders), plus launch and tail; the loaded
+//! latency follows Little's law. Reports show it beside the simulation and warn when the two
+//! differ by more than 25%. [`power`] turns either's activity into energy.
 
+pub mod analytic;
+pub mod calibration;
+pub mod config;
+pub mod kernel;
 pub mod power;
+pub mod sim;
+pub mod sm;
 
+pub use analytic::{GatherShape, GpuEstimate, estimate};
+pub use config::{GpuConfig, GpuError, GpuSimConfig, KernelConfig, L2Config};
+pub use kernel::{GatherKernel, KernelError};
 pub use power::{GpuEnergy, GpuPower, GpuPowerError};
-
-use sim_core::{Bandwidth, ByteSize, Frequency, PS_PER_SECOND, Tick, TimeSpan};
-use thiserror::Error;
-
-/// Parameters of a GPU (deserializable, so presets list them by name).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GpuConfig {
-    /// Streaming multiprocessors.
-    pub sms: u32,
-    /// SM clock.
-    pub clock: Frequency,
-    /// Peak HBM bandwidth.
-    pub hbm_bandwidth: Bandwidth,
-    /// Unloaded DRAM access latency.
-    pub dram_latency: TimeSpan,
-    /// L2 capacity.
-    pub l2: ByteSize,
-    /// DRAM access granule.
-    pub sector: ByteSize,
-    /// Kernel launch plus tail.
-    pub launch_overhead: TimeSpan,
-    /// Resident warps per SM at full occupancy.
-    pub warps_per_sm: u32,
-    /// Achieved occupancy of the gather kernel (0..=1).
-    pub occupancy: f64,
-    /// Fraction of peak bandwidth reached by random 32 B rows.
-    pub efficiency_32b: f64,
-    /// ... by random 64 B rows.
-    pub efficiency_64b: f64,
-    /// ... by random rows of 128 B or more.
-    pub efficiency_128b: f64,
-}
-
-/// Why a GPU configuration is unusable.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum GpuError {
-    /// A parameter is out of its range.
-    #[error("{field} = {value}: {why}")]
-    Range {
-        /// The parameter.
-        field: &'static str,
-        /// Its value.
-        value: String,
-        /// The range it must be in.
-        why: &'static str,
-    },
-}
-
-impl GpuConfig {
-    /// Checks every parameter's range.
-    pub fn validate(&self) -> Result<(), GpuError> {
-        let range = |field, value: String, why| Err(GpuError::Range { field, value, why });
-        if self.sms == 0 {
-            return range("sms", "0".into(), "must be at least 1");
-        }
-        if self.hbm_bandwidth.bytes_per_second() == 0 {
-            return range("hbm_bandwidth", self.hbm_bandwidth.to_string(), "must be above zero");
-        }
-        if self.sector.bytes() == 0 {
-            return range("sector", self.sector.to_string(), "must be above zero");
-        }
-        if self.warps_per_sm == 0 {
-            return range("warps_per_sm", "0".into(), "must be at least 1");
-        }
-        for (field, v) in [
-            ("occupancy", self.occupancy),
-            ("efficiency_32b", self.efficiency_32b),
-            ("efficiency_64b", self.efficiency_64b),
-            ("efficiency_128b", self.efficiency_128b),
-        ] {
-            if !(v > 0.0 && v <= 1.0) {
-                return range(field, v.to_string(), "must be in (0, 1]");
-            }
-        }
-        Ok(())
-    }
-
-    /// Achievable fraction of peak for random rows of `row_bytes`.
-    pub fn efficiency(&self, row_bytes: u64) -> f64 {
-        match row_bytes {
-            0..=32 => self.efficiency_32b,
-            33..=64 => self.efficiency_64b,
-            _ => self.efficiency_128b,
-        }
-    }
-}
-
-/// The shape of a gather workload, measured on its actual indices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GatherShape {
-    /// Row lookups.
-    pub lookups: u64,
-    /// Distinct rows looked up.
-    pub distinct_rows: u64,
-    /// Bytes per row.
-    pub row_bytes: u64,
-    /// Bags (pooled output rows).
-    pub bags: u64,
-}
-
-/// The analytic estimate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GpuEstimate {
-    /// Kernel time.
-    pub time: Tick,
-    /// Bytes moved to and from DRAM.
-    pub dram_bytes: u64,
-    /// Of those, bytes written (the pooled output rows).
-    pub dram_bytes_written: u64,
-    /// Row activations, estimated: one per row lookup that misses L2 (random rows of at most
-    /// a DRAM page) and one per 1 KiB page of the streamed indices, offsets and outputs.
-    pub dram_activations: u64,
-    /// Sectors moved between L2 and the SMs: every lookup's sectors (L2 hits included), the
-    /// index and offset streams and the output rows.
-    pub l2_sectors: u64,
-    /// Lookups served from L2.
-    pub l2_hits: u64,
-    /// Loaded lookup latency (Little's law).
-    pub latency: Tick,
-}
-
-/// Estimates one gather kernel.
-pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
-    let sector = cfg.sector.bytes();
-    let row_traffic = shape.row_bytes.div_ceil(sector) * sector;
-    let repeats = shape.lookups.saturating_sub(shape.distinct_rows);
-    let footprint = shape.distinct_rows * row_traffic;
-    let fits = if footprint == 0 { 1.0 } else { (cfg.l2.bytes() as f64 / footprint as f64).min(1.0) };
-    let l2_hits = (repeats as f64 * fits).round() as u64;
-    let misses = shape.lookups - l2_hits;
-    // Indices (4 B) and offsets (4 B per bag) stream in whole sectors; pooled rows stream out.
-    let streams = (shape.lookups * 4 + (shape.bags + 1) * 4).div_ceil(sector) * sector;
-    let dram_bytes = misses * row_traffic + streams + shape.bags * row_traffic;
-    let achieved = cfg.hbm_bandwidth.bytes_per_second() as f64 * cfg.efficiency(shape.row_bytes);
-    let transfer = dram_bytes as f64 / achieved * PS_PER_SECOND as f64;
-    let time = cfg.launch_overhead.ps() + transfer.ceil() as u64;
-    let in_flight = cfg.sms as f64 * cfg.warps_per_sm as f64 * cfg.occupancy * row_traffic as f64;
-    let little = (in_flight / achieved * PS_PER_SECOND as f64) as u64;
-    let written = shape.bags * row_traffic;
-    let dram_activations = misses + (streams + written).div_ceil(1024);
-    let l2_sectors = (shape.lookups * row_traffic + streams + written) / sector;
-    GpuEstimate {
-        time,
-        dram_bytes,
-        dram_bytes_written: written,
-        dram_activations,
-        l2_sectors,
-        l2_hits,
-        latency: little.max(cfg.dram_latency.ps()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h100() -> GpuConfig {
-        GpuConfig {
-            sms: 132,
-            clock: Frequency::parse("1.98GHz").unwrap(),
-            hbm_bandwidth: Bandwidth::parse("3.35TB/s").unwrap(),
-            dram_latency: TimeSpan::parse("400ns").unwrap(),
-            l2: ByteSize::parse("50MB").unwrap(),
-            sector: ByteSize::parse("32B").unwrap(),
-            launch_overhead: TimeSpan::parse("4us").unwrap(),
-            warps_per_sm: 64,
-            occupancy: 0.71,
-            efficiency_32b: 0.4,
-            efficiency_64b: 0.6,
-            efficiency_128b: 0.8,
-        }
-    }
-
-    #[test]
-    fn no_reuse_costs_rounded_sectors_at_derated_bandwidth() {
-        let shape = GatherShape { lookups: 1_000_000, distinct_rows: 1_000_000, row_bytes: 100, bags: 0 };
-        let e = estimate(&h100(), &shape);
-        // 100 B rows occupy 4 sectors: 128 MB of rows plus 4 MB of indices.
-        assert_eq!(e.dram_bytes, 128_000_000 + 4_000_032);
-        let expect = 4_000_000.0 + e.dram_bytes as f64 / (3.35e12 * 0.8) * 1e12;
-        assert!((e.time as f64 - expect).abs() < 2.0, "{} vs {expect}", e.time);
-        assert_eq!(e.l2_hits, 0);
-    }
-
-    #[test]
-    fn reuse_that_fits_in_l2_is_free_and_never_slower() {
-        let hot = GatherShape { lookups: 1_000_000, distinct_rows: 1_000, row_bytes: 256, bags: 0 };
-        let cold = GatherShape { distinct_rows: 1_000_000, ..hot };
-        let (h, c) = (estimate(&h100(), &hot), estimate(&h100(), &cold));
-        assert_eq!(h.l2_hits, 999_000);
-        assert!(h.time < c.time / 10);
-        let mut small = h100();
-        small.l2 = ByteSize::parse("1MB").unwrap();
-        let mid = GatherShape { distinct_rows: 100_000, ..hot };
-        assert!(estimate(&small, &mid).time >= estimate(&h100(), &mid).time, "a larger L2 is never slower");
-    }
-
-    #[test]
-    fn loaded_latency_follows_littles_law_with_a_floor() {
-        let shape = GatherShape { lookups: 1, distinct_rows: 1, row_bytes: 256, bags: 0 };
-        let e = estimate(&h100(), &shape);
-        // 132 x 64 x 0.71 x 256 B = 1.54 MB in flight at 2.68 TB/s: about 574 ns.
-        assert!((570_000..580_000).contains(&e.latency), "{}", e.latency);
-        let tiny = GatherShape { row_bytes: 4, ..shape };
-        assert_eq!(estimate(&h100(), &tiny).latency, 400_000);
-    }
-
-    #[test]
-    fn bad_parameters_are_named() {
-        let mut c = h100();
-        c.occupancy = 1.5;
-        assert_eq!(c.validate().unwrap_err().to_string(), "occupancy = 1.5: must be in (0, 1]");
-    }
-}
+pub use sim::{GpuSim, GpuSimError, SimRun};

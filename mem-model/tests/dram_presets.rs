@@ -101,7 +101,7 @@ fn unknown_mapping_lists_the_valid_ones() {
     let e = err(|p| p.controller.mapping = "RoChBa".into());
     assert_eq!(
         e,
-        "unknown address mapping \"RoChBa\"; valid mappings: RoBaRaCoCh, RoCoBaRaCh, ChRaBaRoCo, RoRaBaCoCh, RoRaBaChCo"
+        "unknown address mapping \"RoChBa\"; valid mappings: RoBaRaCoCh, RoCoBaRaCh, ChRaBaRoCo, RoRaBaCoCh, RoRaBaChCo, RoRaCoBaCh"
     );
 }
 

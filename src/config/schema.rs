@@ -90,6 +90,9 @@ pub struct SystemSection {
     pub memory: Option<MemorySection>,
     /// The GPU (GPU systems).
     pub gpu: Option<gpu_model::GpuConfig>,
+    /// A GPU's cycle-level model (`[gpu_sim]`); without it the GPU is estimated analytically.
+    #[serde(default)]
+    pub gpu_sim: Option<gpu_model::GpuSimConfig>,
     /// How the compiler optimizes this system's programs (DAE systems; default `-O3`).
     pub compiler: Option<CompilerSection>,
     /// Energy and power figures (absent: the reports give no power for this system).

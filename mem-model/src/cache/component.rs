@@ -410,6 +410,14 @@ impl<M> Cache<M> {
         })
     }
 
+    /// This cache as one of `banks` banks of a shared cache that interleave lines by line
+    /// number (`line % banks`, as a [`super::Crossbar`] without hashing sends them): its sets
+    /// are indexed by `line / banks`, so every set is used.
+    pub fn interleaved(mut self, banks: u32) -> Self {
+        self.tags = std::mem::replace(&mut self.tags, TagArray::new(1, 1)).interleaved(u64::from(banks));
+        self
+    }
+
     /// The validated shape of this cache.
     pub fn geometry(&self) -> &CacheGeometry {
         &self.geo

@@ -53,6 +53,9 @@ pub struct TagArray {
     sets: u64,
     /// `sets - 1` when `sets` is a power of two (the usual case: a mask instead of a division).
     mask: Option<u64>,
+    /// Banks the line numbers are interleaved over: a bank of a shared cache sees every
+    /// `banks`-th line, so its set comes from the line number divided by them.
+    banks: u64,
     ways: usize,
     /// Every way, `[set * ways + way]`: its words [`LINE`], [`VALID`], [`DIRTY`], [`LOCK`].
     slots: Vec<[u64; 4]>,
@@ -63,12 +66,19 @@ impl TagArray {
     pub fn new(sets: u64, ways: usize) -> Self {
         let n = sets as usize * ways;
         let empty = [!NO_LINE, 0, 0, u64::from(!NO_MSHR)];
-        Self { sets, mask: sets.is_power_of_two().then(|| sets - 1), ways, slots: vec![empty; n] }
+        Self { sets, mask: sets.is_power_of_two().then(|| sets - 1), banks: 1, ways, slots: vec![empty; n] }
+    }
+
+    /// The same array as one bank of `banks` that interleave lines (at least 1).
+    pub fn interleaved(mut self, banks: u64) -> Self {
+        self.banks = banks.max(1);
+        self
     }
 
     /// The set of line number `line`.
     #[inline]
     pub fn set_of(&self, line: u64) -> usize {
+        let line = if self.banks > 1 { line / self.banks } else { line };
         match self.mask {
             Some(m) => (line & m) as usize,
             None => (line % self.sets) as usize,
@@ -177,6 +187,9 @@ mod tests {
         assert_eq!(odd.set_of(10), 1);
         let mut t = TagArray::new(4, 2);
         assert_eq!(t.set_of(9), 1);
+        // A bank of 64 sees lines 5, 69, 133, ...: they fill consecutive sets, not one.
+        let banked = TagArray::new(4, 2).interleaved(64);
+        assert_eq!([5, 69, 133, 197].map(|l| banked.set_of(l)), [0, 1, 2, 3]);
         assert_eq!(t.find(1, 9), None);
         assert_eq!(t.lookup(1, 9), Lookup::Absent(Some(0)));
         t.install(1, 0, 9, 0b1, 0);

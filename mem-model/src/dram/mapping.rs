@@ -56,6 +56,10 @@ pub enum MappingScheme {
     RoRaBaCoCh,
     /// Row, rank, bank, channel, column (DRAMsim3's rorabgbachco).
     RoRaBaChCo,
+    /// Row, rank, column, bank, channel: channel-interleaved, then bank groups and banks within
+    /// one rank, so a stream's consecutive bursts in a pseudo-channel alternate bank groups
+    /// (tCCD_S) without switching stack ids (tCCD_R), as GPU memory controllers interleave.
+    RoRaCoBaCh,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,16 +73,17 @@ enum Field {
 
 impl MappingScheme {
     /// Every scheme.
-    pub const ALL: [MappingScheme; 5] = [
+    pub const ALL: [MappingScheme; 6] = [
         MappingScheme::RoBaRaCoCh,
         MappingScheme::RoCoBaRaCh,
         MappingScheme::ChRaBaRoCo,
         MappingScheme::RoRaBaCoCh,
         MappingScheme::RoRaBaChCo,
+        MappingScheme::RoRaCoBaCh,
     ];
 
     /// The valid names, for error messages.
-    pub const VALID: &'static str = "RoBaRaCoCh, RoCoBaRaCh, ChRaBaRoCo, RoRaBaCoCh, RoRaBaChCo";
+    pub const VALID: &'static str = "RoBaRaCoCh, RoCoBaRaCh, ChRaBaRoCo, RoRaBaCoCh, RoRaBaChCo, RoRaCoBaCh";
 
     /// The scheme's name.
     pub fn name(self) -> &'static str {
@@ -88,6 +93,7 @@ impl MappingScheme {
             MappingScheme::ChRaBaRoCo => "ChRaBaRoCo",
             MappingScheme::RoRaBaCoCh => "RoRaBaCoCh",
             MappingScheme::RoRaBaChCo => "RoRaBaChCo",
+            MappingScheme::RoRaCoBaCh => "RoRaCoBaCh",
         }
     }
 
@@ -108,6 +114,7 @@ impl MappingScheme {
             MappingScheme::ChRaBaRoCo => [Co, Ro, Ba, Ra, Ch],
             MappingScheme::RoRaBaCoCh => [Ch, Co, Ba, Ra, Ro],
             MappingScheme::RoRaBaChCo => [Co, Ch, Ba, Ra, Ro],
+            MappingScheme::RoRaCoBaCh => [Ch, Ba, Co, Ra, Ro],
         }
     }
 }
@@ -452,7 +459,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unknown address mapping \"RoBaCh\"; valid mappings: RoBaRaCoCh, RoCoBaRaCh, ChRaBaRoCo, \
-             RoRaBaCoCh, RoRaBaChCo"
+             RoRaBaCoCh, RoRaBaChCo, RoRaCoBaCh"
         );
     }
 }

@@ -1,0 +1,230 @@
+//! The GPU's parameters: the analytic model's `[gpu]` table and the cycle-level model's
+//! `[gpu_sim]` table, each checked with the offending field named.
+
+use sim_core::{Bandwidth, ByteSize, Frequency, TimeSpan};
+use thiserror::Error;
+
+/// Parameters of a GPU (deserializable, so presets list them by name).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// SM clock.
+    pub clock: Frequency,
+    /// Peak HBM bandwidth.
+    pub hbm_bandwidth: Bandwidth,
+    /// Unloaded DRAM access latency.
+    pub dram_latency: TimeSpan,
+    /// L2 capacity.
+    pub l2: ByteSize,
+    /// DRAM access granule.
+    pub sector: ByteSize,
+    /// Kernel launch plus tail.
+    pub launch_overhead: TimeSpan,
+    /// Resident warps per SM at full occupancy.
+    pub warps_per_sm: u32,
+    /// Achieved occupancy of the gather kernel (0..=1).
+    pub occupancy: f64,
+    /// Fraction of peak bandwidth reached by random 32 B rows.
+    pub efficiency_32b: f64,
+    /// ... by random 64 B rows.
+    pub efficiency_64b: f64,
+    /// ... by random rows of 128 B or more.
+    pub efficiency_128b: f64,
+}
+
+/// Why a GPU configuration is unusable.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum GpuError {
+    /// A parameter is out of its range.
+    #[error("{field} = {value}: {why}")]
+    Range {
+        /// The parameter.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// The range it must be in.
+        why: &'static str,
+    },
+}
+
+impl GpuConfig {
+    /// Checks every parameter's range.
+    pub fn validate(&self) -> Result<(), GpuError> {
+        let range = |field, value: String, why| Err(GpuError::Range { field, value, why });
+        if self.sms == 0 {
+            return range("sms", "0".into(), "must be at least 1");
+        }
+        if self.hbm_bandwidth.bytes_per_second() == 0 {
+            return range("hbm_bandwidth", self.hbm_bandwidth.to_string(), "must be above zero");
+        }
+        if self.sector.bytes() == 0 {
+            return range("sector", self.sector.to_string(), "must be above zero");
+        }
+        if self.warps_per_sm == 0 {
+            return range("warps_per_sm", "0".into(), "must be at least 1");
+        }
+        for (field, v) in [
+            ("occupancy", self.occupancy),
+            ("efficiency_32b", self.efficiency_32b),
+            ("efficiency_64b", self.efficiency_64b),
+            ("efficiency_128b", self.efficiency_128b),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return range(field, v.to_string(), "must be in (0, 1]");
+            }
+        }
+        Ok(())
+    }
+
+    /// Achievable fraction of peak for random rows of `row_bytes`.
+    pub fn efficiency(&self, row_bytes: u64) -> f64 {
+        match row_bytes {
+            0..=32 => self.efficiency_32b,
+            33..=64 => self.efficiency_64b,
+            _ => self.efficiency_128b,
+        }
+    }
+}
+
+/// The cycle-level model's parameters (`[gpu_sim]`): the SM's issue resources and occupancy
+/// limits, its L1, the two-partition L2 and the library kernel's mapping. The memory is the
+/// system's `[memory]` DRAM preset.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSimConfig {
+    /// Warp schedulers per SM, each issuing one warp instruction per cycle.
+    pub schedulers: u32,
+    /// Cycles from a warp instruction's issue to a dependent one's.
+    pub alu_latency_cycles: u64,
+    /// Registers per SM.
+    pub registers_per_sm: u32,
+    /// Resident blocks per SM at most.
+    pub max_blocks_per_sm: u32,
+    /// Coalesced line requests the load/store unit sends to the L1 per cycle.
+    pub lsu_lines_per_cycle: u32,
+    /// From the host's launch to the first block running.
+    pub launch_latency: TimeSpan,
+    /// Each SM's L1 data cache (sectored).
+    pub l1: mem_model::cache::CacheConfig,
+    /// The shared L2.
+    pub l2: L2Config,
+    /// Cycles (SM clock) from an L2 slice to the memory controllers, each way.
+    pub dram_link_cycles: u64,
+    /// How the library kernel maps the gather onto warps.
+    pub kernel: KernelConfig,
+}
+
+/// The L2: `banks` slices split evenly over `partitions`; an SM reaches the slices of its own
+/// partition in `near_cycles` and the others in `far_cycles`, each way.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2Config {
+    /// Slices (address-interleaved banks).
+    pub banks: u32,
+    /// Partitions (1 or 2 on NVIDIA parts).
+    pub partitions: u32,
+    /// Crossbar cycles each way to a slice of the SM's partition.
+    pub near_cycles: u64,
+    /// Crossbar cycles each way to a slice of the other partition.
+    pub far_cycles: u64,
+    /// Requests the crossbar holds in flight at most.
+    pub max_in_flight: u32,
+    /// Requests queued for one slice at most.
+    pub bank_queue: u32,
+    /// One slice.
+    pub bank: mem_model::cache::CacheConfig,
+}
+
+/// The library kernel's mapping (FBGEMM's table-batched embedding forward kernel for bags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelConfig {
+    /// Threads per block.
+    pub threads_per_block: u32,
+    /// Registers per thread (sets occupancy with `registers_per_sm`).
+    pub registers_per_thread: u32,
+    /// Rows a thread group has in flight per iteration of its row loop.
+    pub row_unroll: u32,
+    /// Warp instructions per row beyond its loads (shuffle, address, accumulate).
+    pub instructions_per_row: u32,
+}
+
+impl GpuSimConfig {
+    /// Checks every count and the L2's shape; `l2_bytes` is the analytic model's L2, which the
+    /// slices must add up to.
+    pub fn validate(&self, gpu: &GpuConfig) -> Result<(), GpuError> {
+        let range = |field, value: String, why| Err(GpuError::Range { field, value, why });
+        for (field, v) in [
+            ("schedulers", self.schedulers),
+            ("registers_per_sm", self.registers_per_sm),
+            ("max_blocks_per_sm", self.max_blocks_per_sm),
+            ("lsu_lines_per_cycle", self.lsu_lines_per_cycle),
+            ("l2.banks", self.l2.banks),
+            ("l2.max_in_flight", self.l2.max_in_flight),
+            ("l2.bank_queue", self.l2.bank_queue),
+            ("kernel.registers_per_thread", self.kernel.registers_per_thread),
+            ("kernel.row_unroll", self.kernel.row_unroll),
+        ] {
+            if v == 0 {
+                return range(field, "0".into(), "must be at least 1");
+            }
+        }
+        let k = &self.kernel;
+        if k.threads_per_block == 0 || !k.threads_per_block.is_multiple_of(32) || k.threads_per_block > 1024 {
+            return range(
+                "kernel.threads_per_block",
+                k.threads_per_block.to_string(),
+                "must be a multiple of 32 in 32..=1024",
+            );
+        }
+        if !(1..=2).contains(&self.l2.partitions) || !self.l2.banks.is_multiple_of(self.l2.partitions) {
+            return range(
+                "l2.partitions",
+                self.l2.partitions.to_string(),
+                "must be 1 or 2 and divide l2.banks",
+            );
+        }
+        if self.l2.far_cycles < self.l2.near_cycles {
+            return range("l2.far_cycles", self.l2.far_cycles.to_string(), "must be at least l2.near_cycles");
+        }
+        if self.dram_link_cycles == 0 {
+            return range("dram_link_cycles", "0".into(), "must be at least 1");
+        }
+        if self.l2.bank.size.bytes() * u64::from(self.l2.banks) != gpu.l2.bytes() {
+            return range(
+                "l2.bank.size",
+                self.l2.bank.size.to_string(),
+                "times l2.banks must equal gpu.l2 (the analytic model's L2)",
+            );
+        }
+        if self.blocks_per_sm(gpu) == 0 {
+            return range(
+                "kernel.registers_per_thread",
+                k.registers_per_thread.to_string(),
+                "leaves no room for one block on an SM",
+            );
+        }
+        Ok(())
+    }
+
+    /// Warps per block.
+    pub fn warps_per_block(&self) -> u32 {
+        self.kernel.threads_per_block / 32
+    }
+
+    /// Resident blocks per SM: the least of the block limit, the warp slots and the registers
+    /// (the occupancy calculator's rule, without allocation granularity).
+    pub fn blocks_per_sm(&self, gpu: &GpuConfig) -> u32 {
+        let by_warps = gpu.warps_per_sm / self.warps_per_block().max(1);
+        let by_regs = self.registers_per_sm
+            / (self.kernel.registers_per_thread.max(1) * self.kernel.threads_per_block.max(1));
+        self.max_blocks_per_sm.min(by_warps).min(by_regs)
+    }
+
+    /// Theoretical occupancy: resident warps over the SM's warp slots.
+    pub fn occupancy(&self, gpu: &GpuConfig) -> f64 {
+        f64::from(self.blocks_per_sm(gpu) * self.warps_per_block()) / f64::from(gpu.warps_per_sm.max(1))
+    }
+}
