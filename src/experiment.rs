@@ -57,6 +57,8 @@ pub struct Experiment {
     pub max_sim_time: Tick,
     /// The instances of workloads that read an index trace, by workload name.
     pub traces: HashMap<String, EmbeddingBagInstance>,
+    /// Each system's dense units (systems with `[dense]`), by name.
+    pub dense: HashMap<String, crate::dense::DenseUnits>,
 }
 
 /// Command-line settings that override the file.
@@ -525,6 +527,34 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
     Ok(GpuPlan { cfg, sim, power: gpu_power(doc, i, s)? })
 }
 
+/// The dense units of system `i` from its `[dense]`; `memory_peak` (bytes/s) is the default
+/// bandwidth. Errors name the file and key.
+fn dense_units(
+    doc: &Document,
+    i: usize,
+    d: &crate::config::schema::DenseSection,
+    memory_peak: f64,
+) -> Result<crate::dense::DenseUnits, ConfigError> {
+    let at = |key: &str| format!("system[{i}].dense.{key}");
+    if !(d.peak_tflops.is_finite() && d.peak_tflops > 0.0) {
+        return Err(doc.error_at(&at("peak_tflops"), "must be a finite number above 0"));
+    }
+    let elem_bytes = d.bytes_per_element.unwrap_or(2);
+    if !matches!(elem_bytes, 1 | 2 | 4 | 8) {
+        return Err(doc.error_at(&at("bytes_per_element"), "must be 1, 2, 4 or 8"));
+    }
+    let bandwidth = d.bandwidth.map_or(memory_peak, |b| b.bytes_per_second() as f64);
+    if bandwidth <= 0.0 {
+        return Err(doc.error_at(&at("bandwidth"), "must be above zero"));
+    }
+    Ok(crate::dense::DenseUnits {
+        peak_flops: d.peak_tflops * 1e12,
+        bandwidth,
+        layer_overhead: d.layer_overhead.ps(),
+        elem_bytes: u64::from(elem_bytes),
+    })
+}
+
 /// Loads a GPU system preset on its own (as an experiment's `[[system]]` includes it); it must
 /// have a cycle-level model. Errors name the file and key.
 pub fn load_gpu_system(path: &Path) -> Result<gpu_model::GpuSim, ConfigError> {
@@ -562,6 +592,7 @@ impl Experiment {
             return Err(doc.error_at("workload", "the experiment has no [[workload]]"));
         }
         let mut systems = Vec::new();
+        let mut dense = HashMap::new();
         for (i, s) in file.system.iter().enumerate() {
             if systems.iter().any(|(n, _)| n == &s.name) {
                 return Err(doc.error_at(&format!("system[{i}].name"), "two systems have this name"));
@@ -570,6 +601,13 @@ impl Experiment {
                 SystemKind::Dae => SystemPlan::Dae(Box::new(dae_system(&doc, i, s)?)),
                 SystemKind::Gpu => SystemPlan::Gpu(Box::new(gpu_system(&doc, i, s)?)),
             };
+            if let Some(d) = &s.dense {
+                let peak = match &plan {
+                    SystemPlan::Dae(sys) => memory_peak(sys),
+                    SystemPlan::Gpu(g) => g.cfg.hbm_bandwidth.bytes_per_second() as f64,
+                };
+                dense.insert(s.name.clone(), dense_units(&doc, i, d, peak)?);
+            }
             systems.push((s.name.clone(), plan));
         }
         let mut file = file;
@@ -620,7 +658,7 @@ impl Experiment {
             None => PathBuf::from("out").join(&file.experiment.name),
         });
         let max_sim_time = file.experiment.max_sim_time.map_or(PS_PER_SECOND, |t| t.ps());
-        Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time, traces })
+        Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time, traces, dense })
     }
 
     /// The inputs of workload `spec`: its index trace, or indices drawn from [`Self::seeds`].
@@ -681,6 +719,8 @@ pub struct Measured {
     pub peak_bytes_per_second: f64,
     /// A simulated GPU's analytic estimate, reported beside it as a cross-check.
     pub analytic_time: Option<Tick>,
+    /// End-to-end mode: the workload's dense layers on the system's dense units.
+    pub dense_time: Option<Tick>,
 }
 
 /// Peak bandwidth of a DAE or CPU system's memory, in bytes per second.
@@ -708,6 +748,7 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         mlp,
         outputs: Some(r.outputs),
         analytic_time: None,
+        dense_time: None,
     }
 }
 
@@ -869,6 +910,7 @@ fn run_gpu(
             mlp: None,
             outputs: None,
             analytic_time: None,
+            dense_time: None,
         });
     };
     let kernel = std::sync::Arc::new(crate::gpu_kernel::kernel(spec, inst));
@@ -888,6 +930,7 @@ fn run_gpu(
         mlp: None,
         outputs: None,
         analytic_time: Some(analytic.time),
+        dense_time: None,
     })
 }
 
@@ -900,7 +943,12 @@ pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome>
         let reference = inst.reference(spec);
         for (name, plan) in &exp.systems {
             let t0 = Instant::now();
-            let result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
+            let mut result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
+            if let (Ok(m), Some(units)) = (&mut result, exp.dense.get(name))
+                && !spec.dense.is_empty()
+            {
+                m.dense_time = Some(units.total(&spec.dense, u64::from(spec.batch.max(1))));
+            }
             let model = match plan {
                 SystemPlan::Gpu(g) if g.sim.is_none() => "analytic",
                 SystemPlan::Gpu(_) => "cycle-timing",

@@ -6,12 +6,14 @@
 //! models live in the workspace crates below it.
 
 pub mod config;
+pub mod dense;
 pub mod dump;
 pub mod experiment;
 pub mod gpu_kernel;
 pub mod mem_frontend;
 pub mod npy;
 pub mod npy_read;
+pub mod plot;
 pub mod power;
 pub mod report;
 pub mod system;

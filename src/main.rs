@@ -260,8 +260,12 @@ fn run(args: &RunArgs) -> Result<bool> {
         .with_context(|| format!("writing results into {}", exp.out_dir.display()))?;
     report::write_file(&exp.out_dir, "results.csv", &report::csv(&exp, &outcomes))
         .with_context(|| format!("writing results.csv into {}", exp.out_dir.display()))?;
+    if let Some(c) = report::comparison(&exp, &outcomes) {
+        let svg = exp.out_dir.join("speedup.svg");
+        dae_sim::plot::speedup_bars(&c, &svg).map_err(|e| anyhow!("plotting: {e}"))?;
+    }
     if !args.quiet {
-        eprintln!("results: {}", path.display());
+        eprintln!("results: {} (and results.csv, speedup.svg)", path.display());
     }
     // After results.json, so a dump that fails loses no results; its error comes last.
     let dumped = match &dump {

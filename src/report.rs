@@ -95,6 +95,64 @@ fn geomeans(exp: &Experiment, all: &[Outcome]) -> Vec<(String, Option<f64>, Opti
         .collect()
 }
 
+/// Every system's speedup and perf/W over the baseline, per workload and as geometric means:
+/// what the bar plot draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The baseline system.
+    pub baseline: String,
+    /// Workloads, in run order.
+    pub workloads: Vec<String>,
+    /// Per system other than the baseline: name, then per workload (in `workloads` order) the
+    /// speedup and the perf/W ratio, then their geometric means.
+    pub systems: Vec<SystemComparison>,
+}
+
+/// One system's figures in a [`Comparison`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemComparison {
+    /// The system.
+    pub name: String,
+    /// Speedup over the baseline per workload.
+    pub speedup: Vec<Option<f64>>,
+    /// Perf/W over the baseline's per workload.
+    pub perf_per_watt: Vec<Option<f64>>,
+    /// Geometric mean of the speedups.
+    pub geomean_speedup: Option<f64>,
+    /// Geometric mean of the perf/W ratios.
+    pub geomean_perf_per_watt: Option<f64>,
+}
+
+/// The comparison of `all` against the experiment's baseline (`None` without one).
+pub fn comparison(exp: &Experiment, all: &[Outcome]) -> Option<Comparison> {
+    let baseline = exp.file.report.baseline.clone()?;
+    let mut workloads: Vec<String> = Vec::new();
+    for o in all {
+        if !workloads.contains(&o.workload) {
+            workloads.push(o.workload.clone());
+        }
+    }
+    let systems = geomeans(exp, all)
+        .into_iter()
+        .map(|(name, gs, gp)| {
+            let of = |w: &String, f: &dyn Fn(&Outcome) -> Option<f64>| {
+                all.iter().find(|o| o.system == name && &o.workload == w).and_then(f)
+            };
+            SystemComparison {
+                speedup: workloads.iter().map(|w| of(w, &|o| speedup(exp, all, o))).collect(),
+                perf_per_watt: workloads
+                    .iter()
+                    .map(|w| of(w, &|o| perf_per_watt_ratio(exp, all, o)))
+                    .collect(),
+                name,
+                geomean_speedup: gs,
+                geomean_perf_per_watt: gp,
+            }
+        })
+        .collect();
+    Some(Comparison { baseline, workloads, systems })
+}
+
 /// The terminal table.
 pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
     let base = exp.file.report.baseline.clone().unwrap_or_default();
@@ -160,12 +218,55 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
         }
     }
     t.push_str(&gpu_cross_check(all));
+    t.push_str(&end_to_end_table(exp, all));
     t.push_str(&energy_table(all));
     t.push_str(&mlp_table(all));
     if exp.file.report.steps {
         t.push_str(&steps_table(all));
     }
     t
+}
+
+/// End-to-end time: the embedding operation then the dense layers (`None` without them).
+pub fn end_to_end(m: &Measured) -> Option<u64> {
+    m.dense_time.map(|d| m.time + d)
+}
+
+/// End-to-end speedup over the baseline on the same workload.
+fn end_to_end_speedup(exp: &Experiment, all: &[Outcome], o: &Outcome) -> Option<f64> {
+    let base = exp.file.report.baseline.as_ref()?;
+    let b = all.iter().find(|x| &x.system == base && x.workload == o.workload)?;
+    let (Ok(bm), Ok(m)) = (&b.result, &o.result) else { return None };
+    Some(end_to_end(bm)? as f64 / end_to_end(m)?.max(1) as f64)
+}
+
+/// The end-to-end table: embedding time, dense time, their sum and the embedding's share
+/// (empty when no workload has dense layers on a system with dense units).
+fn end_to_end_table(exp: &Experiment, all: &[Outcome]) -> String {
+    let base = exp.file.report.baseline.clone().unwrap_or_default();
+    let vs = if base.is_empty() { "-".to_string() } else { format!("vs {base}") };
+    let mut rows = vec![
+        ["system", "workload", "embedding", "dense", "end-to-end", "embedding share", vs.as_str()]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for o in all {
+        let Ok(m) = &o.result else { continue };
+        let (Some(d), Some(total)) = (m.dense_time, end_to_end(m)) else { continue };
+        rows.push(vec![
+            o.system.clone(),
+            o.workload.clone(),
+            fmt_time(m.time),
+            fmt_time(d),
+            fmt_time(total),
+            format!("{:.0}%", 100.0 * m.time as f64 / total.max(1) as f64),
+            end_to_end_speedup(exp, all, o).map_or("-".into(), |x| format!("{x:.2}x")),
+        ]);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    format!("\nEnd to end (dense layers as a roofline on each system's dense units):\n{}", layout(&rows))
 }
 
 /// How far a GPU simulation may stray from its analytic estimate before the report warns.
@@ -406,6 +507,11 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                     v["bytes"] = json!(m.bytes);
                     v["achieved_gb_per_s"] = json!(per_second(m.bytes, m.time) / 1e9);
                     v["peak_bandwidth_share"] = json!(peak_share(m));
+                    if let (Some(d), Some(total)) = (m.dense_time, end_to_end(m)) {
+                        v["dense_time_ps"] = json!(d);
+                        v["end_to_end_time_ps"] = json!(total);
+                        v["end_to_end_speedup_vs_baseline"] = json!(end_to_end_speedup(exp, all, o));
+                    }
                     if let Some(a) = m.analytic_time {
                         v["analytic_time_ps"] = json!(a);
                         v["sim_over_analytic"] = json!(sim_over_analytic(m));

@@ -131,3 +131,27 @@ fn a_larger_l2_never_makes_a_gather_slower() {
         last = r.time;
     }
 }
+
+#[test]
+fn every_gpu_preset_loads_with_its_stated_memory_and_runs_a_gather() {
+    for (file, sms, tb_per_s) in
+        [("h100-sxm", 132, 3.35), ("h100-pcie", 114, 2.0), ("h200", 132, 4.8), ("a100-sxm", 108, 2.04)]
+    {
+        let path = format!("configs/systems/{file}.toml");
+        let gpu = dae_sim::experiment::load_gpu_system(Path::new(&path)).unwrap();
+        let peak = gpu.dram.peak_bandwidth().bytes_per_second() as f64 / 1e12;
+        println!(
+            "{file}: {} SMs, {} ({peak:.2} TB/s), occupancy {:.0}%",
+            gpu.gpu.sms,
+            gpu.dram.name(),
+            100.0 * gpu.sim.occupancy(&gpu.gpu)
+        );
+        assert_eq!(gpu.gpu.sms, sms, "{file}");
+        assert!((peak / tb_per_s - 1.0).abs() < 0.03, "{file}: DRAM peak {peak} TB/s");
+        let stated = gpu.gpu.hbm_bandwidth.bytes_per_second() as f64 / 1e12;
+        assert!((stated / peak - 1.0).abs() < 0.03, "{file}: [gpu] says {stated} TB/s, the DRAM {peak}");
+        let r = run(&gpu, gather(u64::from(gpu.gpu.sms) * 8, 8, 64, 1 << 30, 128));
+        assert!(r.time > gpu.sim.launch_latency.ps());
+        assert!(r.activity.dram_bytes as f64 / ((r.time - r.sms.first_row) as f64 / 1e12) <= peak * 1e12);
+    }
+}

@@ -18,6 +18,7 @@
 //! knows nothing of timing.
 
 pub mod codegen;
+pub mod dense;
 pub mod embedding_bag;
 pub mod frontend;
 pub mod graph;

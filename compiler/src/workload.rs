@@ -388,6 +388,10 @@ pub struct WorkloadSpec {
     /// padding only pools to zeros).
     #[serde(default)]
     pub padding_idx: Option<u32>,
+    /// End-to-end mode: the dense layers around the operation (MLPs, attention), run as a
+    /// roofline on each system's dense units ([`crate::dense`]).
+    #[serde(default)]
+    pub dense: Vec<crate::dense::DenseLayer>,
 }
 
 /// A workload the compiler cannot take, naming the field at fault.
@@ -552,6 +556,9 @@ impl WorkloadSpec {
 
     /// Checks the values the code generator relies on (of a [`WorkloadSpec::resolved`] spec).
     pub fn validate(&self) -> Result<(), WorkloadError> {
+        for layer in &self.dense {
+            layer.validate().map_err(|m| bad("dense", format!("{}: {m}", layer.name())))?;
+        }
         if self.weights && self.pooling != Pooling::Sum {
             return Err(bad(
                 "weights",

@@ -25,6 +25,7 @@ fn spec() -> WorkloadSpec {
         negatives: 0,
         tt: None,
         padding_idx: None,
+        dense: Vec::new(),
         trace: None,
         table_indices: Vec::new(),
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),

@@ -124,16 +124,18 @@ pub fn run(gpu: &GpuSim, scale: Scale, seeds: &SeedTree) -> Result<Calibration, 
     let r = go(gpu, kernel(vec![chase], 8), seeds)?;
     let pointer_chase = r.latency.mean();
 
-    // L2 hit latency, near and far: a chain over 24 rows 16 KiB apart (one L1 set of fewer
-    // ways, so they keep evicting each other there), walked ten times: L2-resident after the
-    // first pass. Row `i` lies in slice `(128 i) % slices`; SM 0 sits in the first partition.
+    // L2 hit latency, near and far: a chain over 24 rows one L1 way apart (so they share one
+    // L1 set of fewer ways and keep evicting each other there), walked ten times: L2-resident
+    // after the first pass. Row `i`'s line `i * stride / 128` lies in slice `line % slices`;
+    // SM 0 sits in the first partition.
     let slices = u64::from(gpu.sim.l2.banks);
     let parts = u64::from(gpu.sim.l2.partitions);
+    let stride = (gpu.sim.l1.size.bytes() / u64::from(gpu.sim.l1.associativity.max(1))).max(128);
     let ring = |near: bool| -> Vec<u64> {
         let rows: Vec<u64> = (0..)
-            .filter(|i| ((128 * i) % slices * parts / slices == 0) == near)
+            .filter(|i| (i * stride / 128 % slices * parts / slices == 0) == near)
             .take(24)
-            .map(|i| i * (16 << 10))
+            .map(|i| i * stride)
             .collect();
         (0..240).map(|k| rows[k % 24]).collect()
     };
@@ -210,7 +212,10 @@ impl Calibration {
     pub fn table(&self) -> String {
         let mut s = String::new();
         let tb = |b: f64| b / 1e12;
-        s += &format!("{:<34} {:>14}   {}\n", "figure", "model", "measured (REFERENCE.md section 3)");
+        s += &format!(
+            "{:<34} {:>14}   {}\n",
+            "figure", "model", "measured on H100-class GPUs (REFERENCE.md s3)"
+        );
         s += &format!(
             "{:<34} {:>11.0} ns   365-410 ns\n",
             "pointer chase, unloaded",

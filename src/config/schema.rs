@@ -93,10 +93,29 @@ pub struct SystemSection {
     /// A GPU's cycle-level model (`[gpu_sim]`); without it the GPU is estimated analytically.
     #[serde(default)]
     pub gpu_sim: Option<gpu_model::GpuSimConfig>,
+    /// The dense units that run a workload's dense layers in end-to-end mode.
+    #[serde(default)]
+    pub dense: Option<DenseSection>,
     /// How the compiler optimizes this system's programs (DAE systems; default `-O3`).
     pub compiler: Option<CompilerSection>,
     /// Energy and power figures (absent: the reports give no power for this system).
     pub power: Option<PowerSection>,
+}
+
+/// `[dense]` of a system: its dense units for end-to-end mode (`crate::dense`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenseSection {
+    /// Peak dense rate in TFLOP/s at `bytes_per_element`.
+    pub peak_tflops: f64,
+    /// Bandwidth the layers stream at (default: the system's memory peak).
+    #[serde(default)]
+    pub bandwidth: Option<Bandwidth>,
+    /// Fixed time per layer (a kernel launch, a barrier).
+    pub layer_overhead: TimeSpan,
+    /// Bytes per element of weights and activations (default 2: bf16).
+    #[serde(default)]
+    pub bytes_per_element: Option<u32>,
 }
 
 /// `[system.power]`: energy per event and static power. Keys carry their unit as a suffix:

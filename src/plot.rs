@@ -1,0 +1,146 @@
+//! Plots of an experiment's results: speedup and perf/W over the baseline as grouped bars, one
+//! bar per system and workload plus the geometric means, on a log scale with the baseline's
+//! 1.0 marked. SVG (text stays text, so no font files are needed).
+
+use crate::report::Comparison;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
+
+/// Bar colours, one per system in order.
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Draws `c` into the SVG file `path`: speedup on top, perf/W below.
+pub fn speedup_bars(c: &Comparison, path: &Path) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let groups: Vec<String> = c.workloads.iter().cloned().chain(["geomean".to_string()]).collect();
+    let width = (160 + 90 * groups.len() as u32).max(640);
+    let root = SVGBackend::new(path, (width, 760)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (top, bottom) = root.split_vertically(380);
+    type Pick = fn(&crate::report::SystemComparison) -> (Vec<Option<f64>>, Option<f64>);
+    let panels: [(&str, Pick); 2] = [
+        ("Speedup", |s| (s.speedup.clone(), s.geomean_speedup)),
+        ("Performance per watt", |s| (s.perf_per_watt.clone(), s.geomean_perf_per_watt)),
+    ];
+    for (area, (what, pick)) in [&top, &bottom].into_iter().zip(panels) {
+        let values: Vec<(Vec<Option<f64>>, Option<f64>)> = c.systems.iter().map(pick).collect();
+        let all: Vec<f64> = values
+            .iter()
+            .flat_map(|(v, g)| v.iter().chain([g]).flatten().copied())
+            .filter(|v| *v > 0.0)
+            .collect();
+        let lo = all.iter().copied().fold(1.0f64, f64::min) / 1.5;
+        // Headroom above the tallest bar for the legend (a quarter of the log axis or more).
+        let hi = all.iter().copied().fold(1.0f64, f64::max) * 4.0;
+        let n = groups.len() as f64;
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{what} over {} (x, log scale; higher is better)", c.baseline),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..n, (lo..hi).log_scale())
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(format!("{what} vs {}", c.baseline))
+            .y_label_formatter(&|v| format!("{v:.2}"))
+            .draw()
+            .map_err(|e| err(&e))?;
+        let k = values.len().max(1) as f64;
+        let bar = 0.8 / k;
+        for (si, ((vals, geo), sys)) in values.iter().zip(&c.systems).enumerate() {
+            let colour = COLOURS[si % COLOURS.len()];
+            let bars = vals.iter().chain([geo]).enumerate().filter_map(|(g, v)| {
+                let v = (*v)?;
+                let x0 = g as f64 + 0.1 + bar * si as f64;
+                Some(Rectangle::new([(x0, lo), (x0 + bar * 0.9, v.max(lo))], colour.filled()))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(|e| err(&e))?
+                .label(sys.name.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
+        }
+        // The baseline's 1.0 and a divider before the geometric means.
+        chart
+            .draw_series(LineSeries::new([(0.0, 1.0), (n, 1.0)], BLACK.stroke_width(1)))
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(LineSeries::new([(n - 1.0, lo), (n - 1.0, hi)], BLACK.mix(0.3).stroke_width(1)))
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| err(&e))?;
+        // Workload names under their groups.
+        for (g, name) in groups.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(g as f64 + 0.5, lo));
+            let style =
+                TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+            // Chart coordinates are the whole image's: draw on the root.
+            root.draw(&Text::new(name.clone(), (px, py + 6), style)).map_err(|e| err(&e))?;
+        }
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::SystemComparison;
+
+    #[test]
+    fn bars_are_drawn_for_every_system_and_the_geomean() {
+        let c = Comparison {
+            baseline: "h100".into(),
+            workloads: vec!["dlrm-rm1".into(), "gnn".into()],
+            systems: vec![
+                SystemComparison {
+                    name: "dae".into(),
+                    speedup: vec![Some(4.75), Some(0.87)],
+                    perf_per_watt: vec![Some(7.2), Some(2.0)],
+                    geomean_speedup: Some(2.03),
+                    geomean_perf_per_watt: Some(3.8),
+                },
+                SystemComparison {
+                    name: "cpu".into(),
+                    speedup: vec![Some(2.95), None],
+                    perf_per_watt: vec![Some(5.6), None],
+                    geomean_speedup: Some(2.95),
+                    geomean_perf_per_watt: Some(5.6),
+                },
+            ],
+        };
+        let dir = std::env::temp_dir().join(format!("dae-sim-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("speedup.svg");
+        speedup_bars(&c, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for text in ["dlrm-rm1", "gnn", "geomean", "dae", "cpu", "Speedup over h100", "Performance per watt"]
+        {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // Two panels: dae has 3 bars in each (2 workloads and the geomean), cpu 2 (a missing
+        // figure draws no bar); each panel's legend adds one swatch per system.
+        assert_eq!(svg.matches("fill=\"#1F77B4\"").count(), 2 * 3 + 2);
+        assert_eq!(svg.matches("fill=\"#FF7F0E\"").count(), 2 * 2 + 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
