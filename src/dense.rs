@@ -65,8 +65,10 @@ mod tests {
         assert!(!t.compute_bound);
         // (Rounded up to whole picoseconds from a float: within one.)
         assert!(t.time.abs_diff(2_004_000_000 + 1000) <= 1, "{}", t.time);
-        // At a batch of a million samples the arithmetic (2e12 flops, 2 s) dominates.
-        let t = &u.times(std::slice::from_ref(&mlp), 1_000_000)[0];
+        // At a batch of a million samples and 1 TB/s the arithmetic (2e12 flops, 2 s) dominates
+        // the bytes (4 GB, 4 ms).
+        let fast = DenseUnits { bandwidth: 1e12, ..u };
+        let t = &fast.times(std::slice::from_ref(&mlp), 1_000_000)[0];
         assert!(t.compute_bound);
         assert!(u.total(&[mlp.clone(), mlp], 1).abs_diff(2 * (2_004_000_000 + 1000)) <= 2);
     }
