@@ -130,6 +130,22 @@ struct Warp {
     pending: u32,
 }
 
+impl Warp {
+    /// A warp at the start of its program over `bags` (live unless it has none).
+    fn new(bags: Range<u32>, longest: u32) -> Self {
+        Warp {
+            live: !bags.is_empty(),
+            bags,
+            longest,
+            l_start: 0,
+            j: 0,
+            step: 0,
+            phase: Phase::Offsets,
+            pending: 0,
+        }
+    }
+}
+
 const TIMER_DRAIN: u64 = u64::MAX;
 const TIMER_LAUNCH: u64 = u64::MAX - 1;
 /// Request id layout: the warp slot in the low 32 bits, then the kind.
@@ -185,16 +201,7 @@ where
         stats: &mut Stats,
     ) -> Result<Self, StatsError> {
         let warps_per_block = p.threads_per_block / crate::kernel::WARP_LANES;
-        let idle = Warp {
-            live: false,
-            bags: 0..0,
-            longest: 0,
-            l_start: 0,
-            j: 0,
-            step: 0,
-            phase: Phase::Offsets,
-            pending: 0,
-        };
+        let idle = Warp::new(0..0, 0);
         let ids = Ids {
             requests: stats.counter_in(name, "requests")?,
             row_latency: stats.histogram_in(name, "lookup_latency", 1_000_000_000, 3)?,
@@ -262,16 +269,7 @@ where
             }
             let longest = (lo..hi).map(|b| self.kernel.bag(b).len() as u32).max().unwrap_or(0);
             let i = slot * wpb + w;
-            self.warps[i] = Warp {
-                live: true,
-                bags: lo..hi,
-                longest,
-                l_start: 0,
-                j: 0,
-                step: 0,
-                phase: Phase::Offsets,
-                pending: 0,
-            };
+            self.warps[i] = Warp::new(lo..hi, longest);
             starts.push(i);
         }
         self.block_live[slot] = starts.len() as u32;
