@@ -72,11 +72,13 @@ impl EmbeddingBagInstance {
         let mut indices = Vec::with_capacity(spec.lookups() as usize);
         offsets.push(0);
         for t in 0..spec.tables {
-            // Per table: its own distribution and the rows it draws from (`[[table_indices]]`).
+            // Per table: its own distribution, the rows it draws from and its bag size
+            // (`[[table_indices]]`).
             let (dist, rows) = spec.table_distribution(t);
             let mut g = IndexGenerator::new(dist, rows, tree.stream(&format!("table{t}.indices")));
+            let bag_size = spec.table_bag_size(t);
             for _ in 0..spec.batch {
-                for _ in 0..spec.bag_size {
+                for _ in 0..bag_size {
                     indices.push(g.next_index() as u32);
                 }
                 offsets.push(indices.len() as u32);
