@@ -50,3 +50,31 @@ fn tables_of_their_own_rows_and_bag_sizes_run_verified() {
     assert_eq!(rows.len(), 4, "{stdout}");
     assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 3, "{stdout}");
 }
+
+/// The shipped DLRM-v2 workload fits both systems' 80 GiB of HBM in f16 (52.3 GB of tables),
+/// and in f32 (104.5 GB) it is refused with the memory's capacity, not run.
+#[test]
+fn mlperf_dlrm_v2_fits_the_hbm_in_f16_and_not_in_f32() {
+    let dir = temp_dir("dlrm-v2");
+    let wl = configs().join("workloads/dlrm-mlperf-v2.toml");
+    let extra = format!("\n[[workload]]\ninclude = \"{}\"\nbatch = 2\n", wl.display());
+    let cfg = small_experiment(&dir, &extra);
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows_of(&stdout, "dlrm-mlperf-v2");
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
+    let f32 = format!("\n[[workload]]\ninclude = \"{}\"\nbatch = 2\ndtype = \"f32\"\n", wl.display());
+    let cfg = small_experiment(&dir, &f32);
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("dlrm-mlperf-v2 on dae") && stderr.contains("more than the memory's"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dlrm-mlperf-v2 on h100") && !stderr.contains("panicked"), "{stderr}");
+}

@@ -1,6 +1,6 @@
 //! Tables that differ (`[[table_indices]]`): per-table bag sizes and rows. Each table's bags
 //! hold exactly its own number of lookups, tables are stored in their own rows one after the
-//! other.
+//! other, and the shipped MLPerf DLRM-v2 workload has the reference's shape.
 
 use compiler::{Contents, EmbeddingBagInstance, Layout, WorkloadSpec};
 use sim_core::SeedTree;
@@ -92,4 +92,58 @@ fn bad_per_table_entries_are_named() {
     let e = toml::from_str::<WorkloadSpec>(&text).unwrap().resolved().unwrap_err();
     assert_eq!(e.field, "padding_idx", "{e}");
     assert!(e.message.contains("8-row tables of [[table_indices]] entry 2"), "{e}");
+}
+
+#[test]
+fn the_mlperf_dlrm_v2_workload_has_the_references_shape() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/workloads/dlrm-mlperf-v2.toml");
+    let spec = workload(&std::fs::read_to_string(path).unwrap());
+    let rows = [
+        40000000u64,
+        39060,
+        17295,
+        7424,
+        20265,
+        3,
+        7122,
+        1543,
+        63,
+        40000000,
+        3067956,
+        405282,
+        10,
+        2209,
+        11938,
+        155,
+        4,
+        976,
+        14,
+        40000000,
+        40000000,
+        40000000,
+        590152,
+        12973,
+        108,
+        36,
+    ];
+    let hots = [3u32, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1];
+    assert_eq!((spec.tables, spec.dim), (26, 128));
+    for t in 0..26u32 {
+        assert_eq!((spec.table_rows(t), spec.table_bag_size(t)), (rows[t as usize], hots[t as usize]));
+    }
+    assert_eq!(spec.stacked_rows(), 204_184_588);
+    assert_eq!(spec.lookups(), 214 * u64::from(spec.batch));
+    // f16 rows fit the 80 GiB of HBM; f32 rows would not.
+    assert_eq!(spec.row_bytes(), 256);
+    assert!(spec.stacked_rows() * spec.row_bytes() < 80 << 30);
+    assert!(spec.stacked_rows() * 512 > 80 << 30);
+    let small = WorkloadSpec { batch: 3, ..spec };
+    let inst = EmbeddingBagInstance::generate(&small, &SeedTree::new(2));
+    assert_eq!(inst.indices.len(), 3 * 214);
+    for (g, w) in inst.offsets.windows(2).enumerate() {
+        let t = g / 3;
+        let bag = &inst.indices[w[0] as usize..w[1] as usize];
+        assert_eq!(bag.len() as u32, hots[t]);
+        assert!(bag.iter().all(|&i| u64::from(i) < rows[t]), "table {t}");
+    }
 }
