@@ -33,6 +33,13 @@
 //! edge_factor = 16
 //! ```
 //!
+//! The graph may instead be a real one, an edge list read from a file (`[graph] file = "...",
+//! format = "cora" | "snap"`, optionally `symmetric`, `dedup` and a `vertices` check; see
+//! [`crate::graph`]). Knowledge-graph scoring likewise reads its triples from a file with
+//! `triples = "..."` (integer `head relation tail` lines) instead of drawing them from
+//! `[indices]`. Paths are relative to the file that names them; dae-sim reads the files when
+//! the config loads.
+//!
 //! Tables may differ (`[[table_indices]]`, embedding bags and TT-EmbeddingBags): each entry
 //! covers the next `tables` tables (default 1), in table order, and may give them their own
 //! index distribution (default `[indices]`), their own `rows` (at most the workload's `rows`)
@@ -396,6 +403,12 @@ pub struct WorkloadSpec {
     /// Knowledge-graph scoring: corrupted tails scored per triple, besides the true one.
     #[serde(default)]
     pub negatives: u32,
+    /// Knowledge-graph scoring: the triples from a file instead of drawn from `[indices]`:
+    /// `head relation tail` integer ids a line (entities below `rows`, relations below
+    /// `relations`), relative to the file that names it; the first `batch` are scored, in the
+    /// file's order (the binary reads it; [`crate::EmbeddingBagInstance::from_triples`]).
+    #[serde(default)]
+    pub triples: Option<String>,
     /// TT-EmbeddingBag: the tensor-train shape of every table.
     #[serde(default)]
     pub tt: Option<TtShape>,
@@ -468,15 +481,23 @@ impl WorkloadSpec {
                          (no graph, weights, tables or bag_size)",
                     ));
                 }
+                if self.triples.is_some() && self.indices.is_some() {
+                    return Err(bad(
+                        "triples",
+                        "a triples file replaces [indices] (heads, relations and true tails come from \
+                         the file; negatives are drawn uniformly)",
+                    ));
+                }
                 for (field, missing) in [
                     ("rows", self.rows == 0),
                     ("relations", self.relations == 0),
                     ("batch", self.batch == 0),
                     ("model", self.model.is_none()),
-                    ("indices", self.indices.is_none()),
+                    ("indices", self.indices.is_none() && self.triples.is_none()),
                 ] {
                     if missing {
-                        return Err(bad(field, "required (at least 1) for op = \"kg_score\""));
+                        let also = if field == "indices" { " (or a triples file)" } else { "" };
+                        return Err(bad(field, format!("required (at least 1) for op = \"kg_score\"{also}")));
                     }
                 }
                 if self.model == Some(KgModel::ComplEx) && self.dim % 2 == 1 {
@@ -513,7 +534,7 @@ impl WorkloadSpec {
                 w.weights = true;
             }
             Op::GnnAggregate | Op::GnnScatter => {
-                let Some(g) = self.graph else {
+                let Some(g) = &self.graph else {
                     return Err(bad("graph", "required for a GNN op"));
                 };
                 if self.op == Op::GnnScatter && self.weights {
@@ -650,6 +671,9 @@ impl WorkloadSpec {
         if self.op != Op::KgScore && (self.model.is_some() || self.relations != 0 || self.negatives != 0) {
             return Err(bad("model", "model, relations and negatives are for op = \"kg_score\""));
         }
+        if self.op != Op::KgScore && self.triples.is_some() {
+            return Err(bad("triples", "only op = \"kg_score\" reads a triples file"));
+        }
         match (&self.tt, self.op) {
             (Some(tt), Op::TtEmbeddingBag) => tt.check(self.rows, self.dim)?,
             (None, Op::TtEmbeddingBag) => return Err(bad("tt", "required for op = \"tt_embedding_bag\"")),
@@ -667,10 +691,11 @@ impl WorkloadSpec {
         if self.op != Op::SparseAttention && self.block > 1 {
             return Err(bad("block", "only op = \"sparse_attention\" selects blocks"));
         }
-        match (self.op, self.graph) {
+        match (self.op, &self.graph) {
             (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore | Op::TtEmbeddingBag, None)
                 if self.indices.is_some() => {}
             (Op::EmbeddingBag, None) if self.trace.is_some() => {}
+            (Op::KgScore, None) if self.triples.is_some() && self.indices.is_none() => {}
             (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore | Op::TtEmbeddingBag, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }

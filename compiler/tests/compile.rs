@@ -26,6 +26,7 @@ fn spec() -> WorkloadSpec {
         tt: None,
         padding_idx: None,
         trace: None,
+        triples: None,
         table_indices: Vec::new(),
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
