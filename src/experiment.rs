@@ -55,7 +55,7 @@ pub struct Experiment {
     pub out_dir: PathBuf,
     /// Simulated-time limit of each run.
     pub max_sim_time: Tick,
-    /// The instances of workloads that read an index trace, by workload name.
+    /// The instances of workloads that read an index trace or a triples file, by workload name.
     pub traces: HashMap<String, EmbeddingBagInstance>,
     /// Each system's dense units (systems with `[dense]`), by name.
     pub dense: HashMap<String, crate::dense::DenseUnits>,
@@ -465,6 +465,71 @@ pub fn read_trace(
         .map_err(|e| doc.error_at(&format!("{prefix}{}", e.field), e.message))
 }
 
+/// Reads the inputs workload `spec` (at config key `key`) takes from files, if any: an index
+/// trace ([`read_trace`]) or a knowledge-graph triples file ([`read_triples`]). (A graph file
+/// is read before the spec is resolved: [`read_graph`].)
+pub fn read_inputs(
+    doc: &Document,
+    key: &str,
+    spec: &WorkloadSpec,
+    seeds: &SeedTree,
+) -> Result<Option<EmbeddingBagInstance>, ConfigError> {
+    match read_trace(doc, key, spec, seeds)? {
+        Some(inst) => Ok(Some(inst)),
+        None => read_triples(doc, key, spec, seeds),
+    }
+}
+
+/// `file`'s contents (the value of config key `at`, relative to the file that sets it), or an
+/// error naming the key and the file.
+fn read_text(doc: &Document, at: &str, file: &str) -> Result<(PathBuf, String), ConfigError> {
+    let path = relative_to(doc, at, file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(e) => Err(doc.error_at(at, format!("{}: cannot read: {e}", path.display()))),
+    }
+}
+
+/// An error in `path` at 1-based `line` (0: the file as a whole) reported at config key `at`.
+fn file_error(doc: &Document, at: &str, path: &Path, (line, why): (usize, String)) -> ConfigError {
+    match line {
+        0 => doc.error_at(at, format!("{}: {why}", path.display())),
+        n => doc.error_at(at, format!("{}:{n}: {why}", path.display())),
+    }
+}
+
+/// Reads the edge list of `spec`'s graph (the workload at config key `key`) if it comes from a
+/// file (`[graph] file`, relative to the config file that sets it) into the spec, so that
+/// [`WorkloadSpec::resolved`] sees its vertices and edges. Errors name the key, the file and
+/// the line.
+pub fn read_graph(doc: &Document, key: &str, spec: &mut WorkloadSpec) -> Result<(), ConfigError> {
+    let Some(compiler::GraphSpec::File(g)) = &mut spec.graph else { return Ok(()) };
+    let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
+    let at = format!("{prefix}graph.file");
+    let (path, text) = read_text(doc, &at, &g.file)?;
+    g.load_text(&text).map_err(|e| file_error(doc, &at, &path, e))
+}
+
+/// Reads the triples file of knowledge-graph workload `spec` (at config key `key`), if it names
+/// one, relative to the file that names it: the instance of its first `batch` triples, with
+/// negatives drawn from `seeds`. Errors name the key, the file and the line.
+pub fn read_triples(
+    doc: &Document,
+    key: &str,
+    spec: &WorkloadSpec,
+    seeds: &SeedTree,
+) -> Result<Option<EmbeddingBagInstance>, ConfigError> {
+    let Some(file) = &spec.triples else { return Ok(None) };
+    let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
+    let at = format!("{prefix}triples");
+    let (path, text) = read_text(doc, &at, file)?;
+    let triples = compiler::parse_triples(&text, spec.rows, spec.relations)
+        .map_err(|e| file_error(doc, &at, &path, e))?;
+    EmbeddingBagInstance::from_triples(spec, &triples, seeds).map(Some).map_err(|e| {
+        doc.error_at(&format!("{prefix}{}", e.field), format!("{}: {}", path.display(), e.message))
+    })
+}
+
 /// The mean bag size of an instance, rounded up (at least 1).
 pub fn mean_bag(inst: &EmbeddingBagInstance) -> u32 {
     let bags = inst.offsets.len().saturating_sub(1).max(1);
@@ -612,6 +677,8 @@ impl Experiment {
         }
         let mut file = file;
         for i in 0..file.workload.len() {
+            // A graph file is read first: the graph sets the workload's shape.
+            read_graph(&doc, &format!("workload[{i}]"), &mut file.workload[i])?;
             file.workload[i] = file.workload[i]
                 .resolved()
                 .map_err(|e| doc.error_at(&format!("workload[{i}].{}", e.field), e.message.clone()))?;
@@ -620,12 +687,15 @@ impl Experiment {
                 return Err(doc.error_at(&format!("workload[{i}].name"), "two workloads have this name"));
             }
         }
-        // Index traces are read and checked now, so a bad one fails before any run.
+        // Index traces and triples files are read and checked now, so a bad one fails before
+        // any run.
         let seeds = SeedTree::new(file.experiment.seed);
         let mut traces = HashMap::new();
         for i in 0..file.workload.len() {
-            if let Some(inst) = read_trace(&doc, &format!("workload[{i}]"), &file.workload[i], &seeds)? {
-                file.workload[i].bag_size = mean_bag(&inst);
+            if let Some(inst) = read_inputs(&doc, &format!("workload[{i}]"), &file.workload[i], &seeds)? {
+                if file.workload[i].trace.is_some() {
+                    file.workload[i].bag_size = mean_bag(&inst);
+                }
                 traces.insert(file.workload[i].name.clone(), inst);
             }
         }
@@ -661,7 +731,8 @@ impl Experiment {
         Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time, traces, dense })
     }
 
-    /// The inputs of workload `spec`: its index trace, or indices drawn from [`Self::seeds`].
+    /// The inputs of workload `spec`: its index trace or triples file, or indices drawn from
+    /// [`Self::seeds`].
     pub fn instance(&self, spec: &WorkloadSpec) -> EmbeddingBagInstance {
         self.traces
             .get(&spec.name)

@@ -1,8 +1,8 @@
 //! A workload instance as the GPU kernel the libraries would launch for it: the rows each bag
 //! reads, by address, in the GPU's memory ([`gpu_model::GatherKernel`]).
 //!
-//! Layout: the tables first, one after another, each aligned to 2 MiB (a GPU allocation's
-//! granule); then the index stream, the offsets and the outputs. Per family:
+//! Layout: the tables first, one after another (each of its own rows), each aligned to 2 MiB
+//! (a GPU allocation's granule); then the index stream, the offsets and the outputs. Per family:
 //!
 //! * embedding bags, GNN aggregation (SpMM by destination) and sparse attention: bag `g` reads
 //!   its lookups' rows of table `g / batch` (FBGEMM's TBE; a weighted bag's index stream carries
@@ -44,17 +44,21 @@ fn align(x: u64) -> u64 {
 pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel {
     let row_bytes = spec.stored_row_bytes();
     let dim = spec.stored_dim();
-    let table_bytes = align(spec.stored_rows() * row_bytes);
-    let table = |t: u64, row: u64| t * table_bytes + row * row_bytes;
+    // Each table's first byte: tables may differ in rows (`[[table_indices]]`).
+    let mut table_starts = vec![0u64];
+    for t in 0..spec.tables.max(1) {
+        table_starts.push(table_starts[t as usize] + align(spec.table_rows(t) * row_bytes));
+    }
+    let all_tables = *table_starts.last().unwrap_or(&0);
+    let table = |t: u64, row: u64| table_starts[t as usize] + row * row_bytes;
     let batch = u64::from(spec.batch.max(1));
     let mut bag_offsets = vec![0u32];
     let mut rows: Vec<u64> = Vec::with_capacity(inst.indices.len());
     let mut scatter = None;
-    let tables = u64::from(spec.tables.max(1));
     match (&inst.kg, &inst.edges) {
         (Some(kg), _) => {
             // Entities are table 0; relations follow them.
-            let relations = table_bytes;
+            let relations = all_tables;
             for (g, w) in inst.offsets.windows(2).enumerate() {
                 rows.push(table(0, u64::from(kg.heads[g])));
                 rows.push(relations + u64::from(kg.relations[g]) * row_bytes);
@@ -65,7 +69,7 @@ pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel 
             }
         }
         (None, Some(edges)) if spec.op == Op::GnnScatter => {
-            let out = Streams::new(spec, tables, table_bytes, edges.len() as u64, 8).output;
+            let out = Streams::new(spec, all_tables, edges.len() as u64, 8).output;
             let mut targets = Vec::with_capacity(edges.len());
             for chunk in edges.chunks(SCATTER_GROUP) {
                 for &(u, v) in chunk {
@@ -94,7 +98,7 @@ pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel 
         }
     }
     let index_bytes = if inst.weights.is_some() { 12 } else { 8 };
-    let at = Streams::new(spec, tables, table_bytes, rows.len() as u64, index_bytes);
+    let at = Streams::new(spec, all_tables, rows.len() as u64, index_bytes);
     let flops_per_row = match &spec.tt {
         Some(tt) => {
             let (d, r) = ([0, 1, 2].map(|c| tt.factor(c).1), u64::from(tt.rank));
@@ -139,9 +143,9 @@ struct Streams {
 }
 
 impl Streams {
-    fn new(spec: &WorkloadSpec, tables: u64, table_bytes: u64, rows: u64, index_bytes: u64) -> Self {
+    fn new(spec: &WorkloadSpec, all_tables: u64, rows: u64, index_bytes: u64) -> Self {
         let extra = if spec.op == Op::KgScore { align(spec.relations * spec.stored_row_bytes()) } else { 0 };
-        let index = tables * table_bytes + extra;
+        let index = all_tables + extra;
         let offsets = align(index + rows * index_bytes);
         // Offsets of every bag (8 B each, plus the last); bags never outnumber rows + 1 here.
         let output = align(offsets + (rows + 2) * 8 + spec.bags() * 8);

@@ -296,10 +296,11 @@ fn run(args: &RunArgs) -> Result<bool> {
 
 fn compile(args: &CompileArgs) -> Result<()> {
     let doc = Document::load(&args.workload)?;
-    let spec: compiler::WorkloadSpec = doc.deserialize()?;
+    let mut spec: compiler::WorkloadSpec = doc.deserialize()?;
+    dae_sim::experiment::read_graph(&doc, "", &mut spec)?;
     let spec = spec.resolved().map_err(|e| doc.error_at(e.field, e.message.clone()))?;
     let seeds = SeedTree::new(args.seed);
-    let inst = match dae_sim::experiment::read_trace(&doc, "", &spec, &seeds)? {
+    let inst = match dae_sim::experiment::read_inputs(&doc, "", &spec, &seeds)? {
         Some(inst) => inst,
         None => compiler::EmbeddingBagInstance::generate(&spec, &seeds),
     };

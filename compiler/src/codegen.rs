@@ -317,6 +317,7 @@ fn bases(f: &Func, l: &Layout) -> HashMap<MemId, u64> {
         (frontend::TT_ROWS, l.tt.map(|t| t.descriptors)),
         (frontend::WEIGHTS, l.weights),
         (frontend::TABLES, Some(l.tables)),
+        (frontend::TABLE_BASE, l.table_base),
         (frontend::ROW_PARAMS, Some(l.tables)),
         (frontend::OUT, Some(l.output)),
     ] {

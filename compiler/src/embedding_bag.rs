@@ -72,11 +72,13 @@ impl EmbeddingBagInstance {
         let mut indices = Vec::with_capacity(spec.lookups() as usize);
         offsets.push(0);
         for t in 0..spec.tables {
-            // Per table: its own distribution and the rows it draws from (`[[table_indices]]`).
+            // Per table: its own distribution, the rows it draws from and its bag size
+            // (`[[table_indices]]`).
             let (dist, rows) = spec.table_distribution(t);
             let mut g = IndexGenerator::new(dist, rows, tree.stream(&format!("table{t}.indices")));
+            let bag_size = spec.table_bag_size(t);
             for _ in 0..spec.batch {
-                for _ in 0..spec.bag_size {
+                for _ in 0..bag_size {
                     indices.push(g.next_index() as u32);
                 }
                 offsets.push(indices.len() as u32);
@@ -146,6 +148,39 @@ impl EmbeddingBagInstance {
             edges: None,
             table_seed,
         })
+    }
+
+    /// Knowledge-graph scoring of the first `batch` of `triples` (`[head, relation, tail]`, in
+    /// order; [`parse_triples`] reads them), each against its true tail and `negatives`
+    /// corrupted tails drawn uniformly, from the same stream as for drawn triples. Fewer
+    /// triples than `batch` is an error naming `batch`.
+    pub fn from_triples(
+        spec: &WorkloadSpec,
+        triples: &[[u32; 3]],
+        seeds: &SeedTree,
+    ) -> Result<Self, crate::workload::WorkloadError> {
+        if triples.len() < spec.batch as usize {
+            return Err(crate::workload::WorkloadError {
+                field: "batch",
+                message: format!("{} triples, but the triples file has {}", spec.batch, triples.len()),
+            });
+        }
+        let tree = seeds.child(&format!("workload.{}", spec.name));
+        let table_seed = rand::Rng::next_u64(&mut tree.stream("tables"));
+        let mut corrupt =
+            IndexGenerator::new(IndexDistribution::Uniform, spec.rows, tree.stream("negatives"));
+        let mut kg = KgTriples { heads: Vec::new(), relations: Vec::new() };
+        let (mut offsets, mut indices) = (vec![0u32], Vec::new());
+        for &[h, r, t] in &triples[..spec.batch as usize] {
+            kg.heads.push(h);
+            kg.relations.push(r);
+            indices.push(t);
+            for _ in 0..spec.negatives {
+                indices.push(corrupt.next_index() as u32);
+            }
+            offsets.push(indices.len() as u32);
+        }
+        Ok(Self { offsets, indices, weights: None, kg: Some(kg), edges: None, table_seed })
     }
 
     /// Knowledge-graph triples: heads and true tails drawn from `dist` over the entities,
@@ -346,4 +381,48 @@ impl EmbeddingBagInstance {
 /// `n` weights, multiples of 1/8 in 1/8..=2.
 fn draw_weights(n: usize, rng: &mut impl rand::Rng) -> Vec<f32> {
     (0..n).map(|_| (rng.next_u64() % 16 + 1) as f32 / 8.0).collect()
+}
+
+/// Reads knowledge-graph triples: one `head relation tail` a line (non-negative integer ids,
+/// separated by whitespace), entities below `entities` and relations below `relations`; blank
+/// lines and lines starting with `#` are skipped, and a `\r` before a line's end is ignored.
+/// `Err((line, why))` names the 1-based line at fault (0: the file as a whole).
+pub fn parse_triples(text: &str, entities: u64, relations: u64) -> Result<Vec<[u32; 3]>, (usize, String)> {
+    let mut out = Vec::new();
+    for (n, raw) in text.split('\n').enumerate() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw).trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() != 3 {
+            return Err((
+                n + 1,
+                format!("expected `head relation tail` (3 fields), found {} in {line:?}", fields.len()),
+            ));
+        }
+        let mut triple = [0u32; 3];
+        for (k, (&field, (what, bound, key))) in fields
+            .iter()
+            .zip([
+                ("head", entities, "rows"),
+                ("relation", relations, "relations"),
+                ("tail", entities, "rows"),
+            ])
+            .enumerate()
+        {
+            let id: u64 = field
+                .parse()
+                .map_err(|_| (n + 1, format!("{what} {field:?} is not an id (a non-negative integer)")))?;
+            if id >= bound {
+                return Err((n + 1, format!("{what} {id} is not below {key} = {bound}")));
+            }
+            triple[k] = id as u32;
+        }
+        out.push(triple);
+    }
+    if out.is_empty() {
+        return Err((0, "no triples".into()));
+    }
+    Ok(out)
 }

@@ -3,7 +3,9 @@
 //! An embedding bag (and GNN aggregation, a bag per destination vertex) is the loop nest of
 //! Ember's artifact: for each bag `b` of each table, `out[b, k] = pool over j in
 //! offsets[b]..offsets[b+1] of w[j] * table[indices[j] + table_base(b), k]`. Tables are stacked
-//! into one memory (`@tables`, row `t * rows + index`). Accumulation is in `@out`: it is set to
+//! into one memory (`@tables`, row `t * rows + index`; when `[[table_indices]]` give tables
+//! rows of their own, row `@table_base[t] + index`, the table's first row read from a small
+//! array, as FBGEMM's kernels read `weights_offsets[t]`). Accumulation is in `@out`: it is set to
 //! the pooling's identity first, then each lookup is folded in, one lookup after the other in
 //! bag order (that order, with one rounding per multiply and per add, is the reference's).
 //!
@@ -27,6 +29,8 @@ pub const INDICES: &str = "indices";
 pub const WEIGHTS: &str = "weights";
 /// The stacked tables.
 pub const TABLES: &str = "tables";
+/// The first stacked row of each table, when tables differ in rows.
+pub const TABLE_BASE: &str = "table_base";
 /// Head entity of each triple (knowledge-graph scoring).
 pub const HEADS: &str = "heads";
 /// Relation of each triple (knowledge-graph scoring).
@@ -73,8 +77,11 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     // With a padding index, each table's padding row follows the tables (`Layout::padding`).
     let table_rows = match spec.padding_idx {
         Some(_) => crate::layout::first_padding_row(spec) + spec.tables as u64,
-        None => spec.tables as u64 * spec.rows,
+        None => spec.stacked_rows(),
     };
+    // Tables of different rows: each one's first row from `@table_base`.
+    let table_base =
+        (!spec.uniform_tables()).then(|| f.mem(TABLE_BASE, Elem::U32, vec![spec.tables as u64], true));
     let int8 = spec.dtype == crate::workload::Dtype::Int8;
     // An int8 row is `dim` values then its f32 scale and bias: the row's pitch is `dim + 8`.
     let pitch = if int8 { u64::from(spec.dim) + 8 } else { u64::from(spec.dim) };
@@ -87,7 +94,7 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
         .then(|| f.mem(BAG_COUNT, Elem::F32, vec![1], false));
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
-    let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets);
+    let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets, table_base);
     // The pooling's identity.
     let init = match spec.pooling {
         Pooling::Sum | Pooling::Mean => Arg::Float(0.0),
@@ -110,7 +117,10 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     // The bag's table's padding row (see below).
     let first_pad = crate::layout::first_padding_row(spec) as i64;
     let pad_row = spec.padding_idx.map(|_| match base {
-        Some(base) => {
+        Some((table, _)) if table_base.is_some() => {
+            v(b.val(Opcode::Int(IntOp::Add), "pad", vec![v(table), i(first_pad)]))
+        }
+        Some((_, base)) => {
             // Table `base / rows`'s padding row.
             let table = b.val(Opcode::Int(IntOp::Div), "tp", vec![v(base), i(spec.rows as i64)]);
             v(b.val(Opcode::Int(IntOp::Add), "pad", vec![v(table), i(first_pad)]))
@@ -120,7 +130,7 @@ pub fn lower(spec: &WorkloadSpec, lookups: u64) -> Func {
     let j = b.open(Opcode::For, "j", vec![v(lo), v(hi)]).expect("iv");
     let index = b.val(Opcode::Load, "i", vec![m(indices), v(j)]);
     let mut row = match base {
-        Some(base) => b.val(Opcode::Int(IntOp::Add), "r", vec![v(index), v(base)]),
+        Some((_, base)) => b.val(Opcode::Int(IntOp::Add), "r", vec![v(index), v(base)]),
         None => index,
     };
     let w = weights.map(|w| b.val(Opcode::Load, "w", vec![m(w), v(j)]));
@@ -204,16 +214,29 @@ fn fop(b: &mut Builder, op: FloatOp, hint: &str, x: Arg, y: Arg) -> Value {
     b.val(Opcode::Float(op), hint, vec![x, y])
 }
 
+/// The bag's table and that table's first row in the stacked tables.
+type TableBase = Option<(Value, Value)>;
+
 /// Opens the loop over bags `0..bags` and reads the bag's lookups `lo..hi`; with several
-/// tables, also its table's first row in the stacked tables (`base`).
-fn open_bag(b: &mut Builder, spec: &WorkloadSpec, offsets: MemId) -> (Value, Value, Value, Option<Value>) {
+/// tables, also its table and the table's first row in the stacked tables: `t * stored_rows`,
+/// or `@table_base[t]` when the tables differ in rows (`table_base`).
+fn open_bag(
+    b: &mut Builder,
+    spec: &WorkloadSpec,
+    offsets: MemId,
+    table_base: Option<MemId>,
+) -> (Value, Value, Value, TableBase) {
     let bag = b.open(Opcode::For, "b", vec![i(0), i(spec.bags() as i64)]).expect("a loop defines its iv");
     let next = b.val(Opcode::Int(IntOp::Add), "b1", vec![v(bag), i(1)]);
     let lo = b.val(Opcode::Load, "lo", vec![Arg::Mem(offsets), v(bag)]);
     let hi = b.val(Opcode::Load, "hi", vec![Arg::Mem(offsets), v(next)]);
     let base = (spec.tables > 1).then(|| {
         let table = b.val(Opcode::Int(IntOp::Div), "t", vec![v(bag), i(spec.batch.max(1) as i64)]);
-        b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.stored_rows() as i64)])
+        let base = match table_base {
+            Some(m) => b.val(Opcode::Load, "base", vec![Arg::Mem(m), v(table)]),
+            None => b.val(Opcode::Int(IntOp::Mul), "base", vec![v(table), i(spec.stored_rows() as i64)]),
+        };
+        (table, base)
     });
     (bag, lo, hi, base)
 }
@@ -277,7 +300,7 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let out = f.mem(OUT, Elem::F32, vec![spec.bags(), spec.dim as u64], false);
     let m = |x: MemId| Arg::Mem(x);
     let mut b = Builder::new(&mut f);
-    let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets);
+    let (bag, lo, hi, base) = open_bag(&mut b, spec, offsets, None);
     let k = b.open(Opcode::For, "k", vec![i(0), i(spec.dim as i64)]).expect("iv");
     b.op(Opcode::Store, "", vec![m(out), v(bag), v(k), Arg::Float(0.0)]);
     b.close();
@@ -294,7 +317,7 @@ pub fn lower_tt(spec: &WorkloadSpec, tt: &TtShape, lookups: u64) -> Func {
     let digit = b.val(Opcode::Int(IntOp::Rem), "digit", vec![v(place), v(radix)]);
     let skip = b.val(Opcode::Int(IntOp::Mul), "skip", vec![v(digit), v(slice)]);
     let mut row = b.val(Opcode::Int(IntOp::Add), "row", vec![v(skip), v(first)]);
-    if let Some(base) = base {
+    if let Some((_, base)) = base {
         row = b.val(Opcode::Int(IntOp::Add), "r", vec![v(row), v(base)]);
     }
     let k = b.open(Opcode::For, "k", vec![i(0), i(rank)]).expect("iv");

@@ -1,4 +1,5 @@
-//! Power-law graphs for GNN aggregation: a seeded R-MAT generator and its CSR by destination.
+//! Graphs for GNN aggregation: a seeded R-MAT generator, or a real graph's edge list read from
+//! a file ([`FileGraph`]), and its CSR by destination.
 //!
 //! R-MAT (Chakrabarti, Zhan and Faloutsos, SDM 2004) places each edge by descending `scale`
 //! levels of the adjacency matrix, choosing one of four quadrants with probabilities a, b, c and
@@ -11,17 +12,37 @@
 //!
 //! Aggregation sums, for every vertex, the feature rows of its in-neighbours, which is an
 //! EmbeddingBag over one table: bag `v` holds the sources of the edges into `v`.
+//!
+//! A file graph (`[graph] file = "...", format = "cora" | "snap"`) is an edge list, one edge a
+//! line, read by [`parse_edge_list`] (dae-sim reads the file, relative to the config file that
+//! names it, when the config loads):
+//!
+//! - `format = "snap"` (SNAP's edge lists): `from to`, two vertex ids (non-negative integers)
+//!   separated by whitespace, the edge `from -> to`; vertex ids are used as they are, and the
+//!   graph has `max id + 1` vertices (or `vertices`, if given, which every id must be below).
+//! - `format = "cora"` (LINQS's `cora.cites`): `cited citing`, two paper ids (any tokens), the
+//!   edge `citing -> cited` (the second paper cites the first), so a vertex's bag holds the
+//!   papers that cite it. Paper ids are mapped to dense vertex ids `0, 1, ...` in order of first
+//!   appearance, reading each line left to right (its cited paper, then its citing one); the
+//!   graph has as many vertices as distinct papers (`vertices`, if given, must equal that).
+//!
+//! In both, blank lines and lines starting with `#` are skipped, and a `\r` before the line's
+//! end is ignored (CRLF files). `symmetric = true` adds each edge's reverse right after it (a
+//! self-loop once), the undirected graph GCN-style layers aggregate over; `dedup = true` then
+//! drops every edge equal to an earlier one. Edges keep the file's order otherwise.
 
 use rand::Rng;
 use rand_pcg::Pcg64;
 use serde::Deserialize;
+use std::sync::Arc;
 
 /// Largest supported `scale` (2^26 vertices; indices and offsets stay 32-bit).
 pub const MAX_SCALE: u32 = 26;
 
-/// How the graph of a GNN workload is made.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(tag = "generator", rename_all = "snake_case", deny_unknown_fields)]
+/// How the graph of a GNN workload is made: `generator = "rmat"` with its parameters, or
+/// `file = "..."` with its `format` (see the module docs).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RawGraph")]
 pub enum GraphSpec {
     /// A seeded R-MAT graph (see the module docs).
     Rmat {
@@ -30,43 +51,269 @@ pub enum GraphSpec {
         /// Edges per vertex (Graph500: 16).
         edge_factor: u32,
         /// Probability of the top-left quadrant (Graph500: 0.57).
-        #[serde(default = "rmat_a")]
         a: f64,
         /// Top-right (Graph500: 0.19).
-        #[serde(default = "rmat_bc")]
         b: f64,
         /// Bottom-left (Graph500: 0.19).
-        #[serde(default = "rmat_bc")]
         c: f64,
     },
+    /// A graph read from an edge-list file.
+    File(FileGraph),
 }
 
-fn rmat_a() -> f64 {
-    0.57
+/// A graph from an edge-list file (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileGraph {
+    /// The file, as written (relative to the config file that names it).
+    pub file: String,
+    /// How its lines read.
+    pub format: GraphFormat,
+    /// Add each edge's reverse.
+    pub symmetric: bool,
+    /// Drop repeated edges.
+    pub dedup: bool,
+    /// The vertex count the file must have (a check), if given.
+    pub vertices: Option<u64>,
+    /// The edges, once the file is read ([`FileGraph::load_text`]).
+    pub loaded: Option<Arc<EdgeList>>,
 }
 
-fn rmat_bc() -> f64 {
-    0.19
+/// The line format of a graph file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphFormat {
+    /// SNAP edge lists: `from to`, integer vertex ids.
+    Snap,
+    /// LINQS's `cora.cites`: `cited citing`, paper ids mapped to dense ids.
+    Cora,
+}
+
+/// A graph's edges, `(source, destination)` in the file's order, over `vertices` vertices.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EdgeList {
+    /// Vertices (dense ids `0..vertices`).
+    pub vertices: u64,
+    /// The edges.
+    pub edges: Vec<(u32, u32)>,
+}
+
+impl std::fmt::Debug for EdgeList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EdgeList {{ vertices: {}, edges: {} }}", self.vertices, self.edges.len())
+    }
+}
+
+/// The generators `generator` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Generator {
+    Rmat,
+}
+
+/// `[graph]` as written: either generator's keys or a file's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGraph {
+    generator: Option<Generator>,
+    scale: Option<u32>,
+    edge_factor: Option<u32>,
+    a: Option<f64>,
+    b: Option<f64>,
+    c: Option<f64>,
+    file: Option<String>,
+    format: Option<GraphFormat>,
+    symmetric: Option<bool>,
+    dedup: Option<bool>,
+    vertices: Option<u64>,
+}
+
+impl TryFrom<RawGraph> for GraphSpec {
+    type Error = String;
+
+    fn try_from(r: RawGraph) -> Result<Self, String> {
+        let rmat_keys =
+            r.scale.is_some() || r.edge_factor.is_some() || r.a.is_some() || r.b.is_some() || r.c.is_some();
+        let file_keys =
+            r.format.is_some() || r.symmetric.is_some() || r.dedup.is_some() || r.vertices.is_some();
+        match (r.generator, r.file) {
+            (Some(Generator::Rmat), None) => {
+                if file_keys {
+                    return Err("format, symmetric, dedup and vertices are for a graph from a file".into());
+                }
+                let scale = r.scale.ok_or("missing field `scale`")?;
+                let edge_factor = r.edge_factor.ok_or("missing field `edge_factor`")?;
+                Ok(GraphSpec::Rmat {
+                    scale,
+                    edge_factor,
+                    a: r.a.unwrap_or(0.57),
+                    b: r.b.unwrap_or(0.19),
+                    c: r.c.unwrap_or(0.19),
+                })
+            }
+            (None, Some(file)) => {
+                if rmat_keys {
+                    return Err("scale, edge_factor, a, b and c are for generator = \"rmat\"".into());
+                }
+                let format = r.format.ok_or("missing field `format` (\"snap\" or \"cora\")")?;
+                Ok(GraphSpec::File(FileGraph {
+                    file,
+                    format,
+                    symmetric: r.symmetric.unwrap_or(false),
+                    dedup: r.dedup.unwrap_or(false),
+                    vertices: r.vertices,
+                    loaded: None,
+                }))
+            }
+            (Some(_), Some(_)) => Err("give generator = \"rmat\" or file = \"...\", not both".into()),
+            (None, None) => Err("needs generator = \"rmat\" or file = \"...\" (an edge list)".into()),
+        }
+    }
+}
+
+impl FileGraph {
+    /// Reads the graph from `text`, the file's contents; `Err((line, why))` names the
+    /// 1-based line at fault (0: the file as a whole).
+    pub fn load_text(&mut self, text: &str) -> Result<(), (usize, String)> {
+        let list = parse_edge_list(text, self.format, self.symmetric, self.dedup, self.vertices)?;
+        self.loaded = Some(Arc::new(list));
+        Ok(())
+    }
+}
+
+/// Parses an edge list (see the module docs); `vertices`, if given, is checked.
+pub fn parse_edge_list<'a>(
+    text: &'a str,
+    format: GraphFormat,
+    symmetric: bool,
+    dedup: bool,
+    vertices: Option<u64>,
+) -> Result<EdgeList, (usize, String)> {
+    let max_vertices = 1u64 << MAX_SCALE;
+    if let Some(n) = vertices
+        && !(1..=max_vertices).contains(&n)
+    {
+        return Err((0, format!("vertices = {n} is outside 1..={max_vertices}")));
+    }
+    let limit = vertices.unwrap_or(max_vertices);
+    let mut dense: std::collections::HashMap<&'a str, u32> = std::collections::HashMap::new();
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut top = 0u64;
+    for (n, raw) in text.split('\n').enumerate() {
+        let line_no = n + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = trimmed.split_whitespace().collect();
+        if fields.len() != 2 {
+            let what = match format {
+                GraphFormat::Snap => "`from to`",
+                GraphFormat::Cora => "`cited citing`",
+            };
+            return Err((
+                line_no,
+                format!("expected {what} (2 fields), found {} in {trimmed:?}", fields.len()),
+            ));
+        }
+        let mut id = |token: &'a str| -> Result<u32, String> {
+            match format {
+                GraphFormat::Snap => {
+                    let v: u64 = token
+                        .parse()
+                        .map_err(|_| format!("{token:?} is not a vertex id (a non-negative integer)"))?;
+                    if v >= limit {
+                        return Err(match vertices {
+                            Some(n) => format!("vertex {v} is not below vertices = {n}"),
+                            None => format!("vertex {v} is beyond the {max_vertices} vertices supported"),
+                        });
+                    }
+                    top = top.max(v + 1);
+                    Ok(v as u32)
+                }
+                GraphFormat::Cora => {
+                    if let Some(&v) = dense.get(token) {
+                        return Ok(v);
+                    }
+                    let v = dense.len() as u64;
+                    if v >= limit {
+                        return Err(match vertices {
+                            Some(n) => {
+                                format!("paper {token:?} is distinct paper {}, beyond vertices = {n}", v + 1)
+                            }
+                            None => {
+                                format!("paper {token:?}: more than the {max_vertices} vertices supported")
+                            }
+                        });
+                    }
+                    dense.insert(token, v as u32);
+                    top = v + 1;
+                    Ok(v as u32)
+                }
+            }
+        };
+        let (first, second) =
+            (id(fields[0]).map_err(|e| (line_no, e))?, id(fields[1]).map_err(|e| (line_no, e))?);
+        // Cora: the second paper cites the first.
+        let (src, dst) = match format {
+            GraphFormat::Snap => (first, second),
+            GraphFormat::Cora => (second, first),
+        };
+        let reverse = (symmetric && src != dst).then_some((dst, src));
+        for e in std::iter::once((src, dst)).chain(reverse) {
+            if !dedup || seen.insert(e) {
+                edges.push(e);
+            }
+        }
+        if edges.len() as u64 > u64::from(u32::MAX) {
+            return Err((line_no, "more edges than 32-bit offsets hold".into()));
+        }
+    }
+    if edges.is_empty() {
+        return Err((0, "no edges".into()));
+    }
+    let vertices = match vertices {
+        Some(n) if format == GraphFormat::Cora && n != top => {
+            return Err((0, format!("{top} distinct papers, but vertices = {n}")));
+        }
+        Some(n) => n,
+        None => top,
+    };
+    Ok(EdgeList { vertices, edges })
 }
 
 impl GraphSpec {
-    /// Vertices of the graph.
+    /// Vertices of the graph (0 for a file graph not read yet).
     pub fn vertices(&self) -> u64 {
-        match *self {
-            GraphSpec::Rmat { scale, .. } => 1u64 << scale.min(MAX_SCALE),
+        match self {
+            GraphSpec::Rmat { scale, .. } => 1u64 << (*scale).min(MAX_SCALE),
+            GraphSpec::File(f) => f.loaded.as_ref().map_or(0, |l| l.vertices),
         }
     }
 
-    /// Edges of the graph.
+    /// Edges of the graph (0 for a file graph not read yet).
     pub fn edges(&self) -> u64 {
-        match *self {
-            GraphSpec::Rmat { edge_factor, .. } => self.vertices() * u64::from(edge_factor),
+        match self {
+            GraphSpec::Rmat { edge_factor, .. } => self.vertices() * u64::from(*edge_factor),
+            GraphSpec::File(f) => f.loaded.as_ref().map_or(0, |l| l.edges.len() as u64),
         }
     }
 
     /// Checks the parameters; `Err((field, message))` names the one at fault.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
         match *self {
+            GraphSpec::File(ref f) => match &f.loaded {
+                Some(_) => Ok(()),
+                None => Err((
+                    "graph.file",
+                    format!(
+                        "{:?} has not been read (dae-sim reads it when the config loads; a library user \
+                         calls FileGraph::load_text)",
+                        f.file
+                    ),
+                )),
+            },
             GraphSpec::Rmat { scale, edge_factor, a, b, c } => {
                 if !(1..=MAX_SCALE).contains(&scale) {
                     return Err(("graph.scale", format!("{scale} is outside 1..={MAX_SCALE}")));
@@ -122,9 +369,13 @@ pub fn generate(spec: &GraphSpec, rng: &mut Pcg64) -> Csr {
 }
 
 /// The edges of the graph of `spec`, `(source, destination)`, in generation order (the edge
-/// list a message-passing layer scatters over).
+/// list a message-passing layer scatters over); a file graph's edges as read (none if it has
+/// not been read), drawing nothing from `rng`.
 pub fn generate_edges(spec: &GraphSpec, rng: &mut Pcg64) -> Vec<(u32, u32)> {
-    let GraphSpec::Rmat { scale, a, b, c, .. } = *spec;
+    let (scale, a, b, c) = match spec {
+        GraphSpec::Rmat { scale, a, b, c, .. } => (*scale, *a, *b, *c),
+        GraphSpec::File(f) => return f.loaded.as_ref().map_or_else(Vec::new, |l| l.edges.clone()),
+    };
     let n = spec.vertices();
     let mask = n - 1;
     // Label scrambling: an odd multiplier is coprime with 2^scale, so this is a permutation.

@@ -57,8 +57,11 @@ pub struct Layout {
     /// slices; a bag's count of lookups that are not padding).
     pub scratch: Option<Scratch>,
     /// Table 0; table `t` starts `t * stored_rows * stored_row_bytes` later (a TT table is
-    /// its cores' rows).
+    /// its cores' rows), or, when the tables differ in rows, `table_first_row(t) *
+    /// row_bytes` later.
     pub tables: u64,
+    /// When the tables differ in rows: each table's first stacked row (u32), after the tables.
+    pub table_base: Option<u64>,
     /// Output rows, one per bag.
     pub output: u64,
 }
@@ -116,7 +119,7 @@ const TAIL_SLACK: u64 = 256;
 /// row numbering: right after the last table, or one row later if that would not start on a
 /// 4-byte boundary (2-byte rows of an odd `dim`).
 pub fn first_padding_row(spec: &WorkloadSpec) -> u64 {
-    let after = spec.tables as u64 * spec.rows;
+    let after = spec.stacked_rows();
     if (after * spec.row_bytes()).is_multiple_of(4) { after } else { after + 1 }
 }
 
@@ -148,9 +151,7 @@ fn scratch_bytes(spec: &WorkloadSpec) -> u64 {
 /// index).
 fn padding_bytes(spec: &WorkloadSpec) -> u64 {
     match spec.padding_idx {
-        Some(_) => {
-            (first_padding_row(spec) - spec.tables as u64 * spec.rows + spec.tables as u64) * spec.row_bytes()
-        }
+        Some(_) => (first_padding_row(spec) - spec.stacked_rows() + spec.tables as u64) * spec.row_bytes(),
         None => 0,
     }
 }
@@ -183,10 +184,14 @@ impl Layout {
             }
             None => ((0, 0), after_dst),
         };
-        let table_bytes = spec.stored_rows() * spec.stored_row_bytes();
+        let all_tables = spec.stacked_rows() * spec.stored_row_bytes();
         // A vector stream's last chunk of a row may read up to a vector past the row's end.
-        let mut end =
-            align(tables + spec.tables as u64 * table_bytes + padding_bytes(spec) + TAIL_SLACK, PAGE);
+        let mut end = align(tables + all_tables + padding_bytes(spec) + TAIL_SLACK, PAGE);
+        let table_base = (!spec.uniform_tables()).then(|| {
+            let at = end;
+            end = align(at + u64::from(spec.tables) * 4, PAGE);
+            at
+        });
         let tt = spec.tt.as_ref().map(|t| {
             let descriptors = end;
             end = align(descriptors + t.lookup_rows() * 16, PAGE);
@@ -202,12 +207,12 @@ impl Layout {
             end = align(relation_table + spec.relations * spec.row_bytes() + TAIL_SLACK, PAGE);
             KgLayout { heads: kg_arrays.0, relations: kg_arrays.1, relation_table }
         });
-        Self { offsets, indices, weights, dst, kg, tt, scratch, tables, output: end }
+        Self { offsets, indices, weights, dst, kg, tt, scratch, tables, table_base, output: end }
     }
 
     /// The regions of this layout filled with `inst`'s data.
     pub fn regions(&self, spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> Vec<DataRegion> {
-        let table_bytes = spec.stored_rows() * spec.stored_row_bytes();
+        let row_bytes = spec.stored_row_bytes();
         let mut r = vec![
             words("offsets", self.offsets, inst.offsets.clone()),
             words("indices", self.indices, inst.indices.clone()),
@@ -259,11 +264,17 @@ impl Layout {
             let base = self.tables + first_padding_row(spec) * spec.row_bytes();
             r.push(words("padding_rows", base, w));
         }
+        if let Some(base) = self.table_base {
+            let firsts = (0..spec.tables).map(|t| spec.table_first_row(t) as u32).collect();
+            r.push(words("table_base", base, firsts));
+        }
+        let mut first = 0;
         for t in 0..spec.tables {
+            let rows = spec.table_rows(t);
             r.push(DataRegion {
                 name: format!("table{t}"),
-                base: self.tables + t as u64 * table_bytes,
-                size: table_bytes,
+                base: self.tables + first * row_bytes,
+                size: rows * row_bytes,
                 contents: Contents::Table {
                     format: spec.dtype.format(),
                     seed: inst.table_seed,
@@ -271,6 +282,7 @@ impl Layout {
                     dim: spec.stored_dim(),
                 },
             });
+            first += rows;
         }
         if let (Some(l), Some(shape)) = (self.tt, &spec.tt) {
             let words_of: Vec<u32> = crate::frontend::tt_descriptors(shape).concat();

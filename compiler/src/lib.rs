@@ -2,7 +2,8 @@
 //!
 //! A workload ([`workload::WorkloadSpec`]) names an operation and its shapes; its inputs are
 //! drawn from seeded generators ([`indices`]: uniform, or Zipf with a random permutation of row
-//! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) and its
+//! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) or
+//! read from files (index traces, graph edge lists, knowledge-graph triples) and its
 //! reference result is what PyTorch computes ([`embedding_bag`]; [`tt`] for TT-EmbeddingBag,
 //! whose rows are contracted from tensor-train cores). Tables are f32, f16, bf16 or FBGEMM's
 //! fused int8 rows, with PyTorch's `padding_idx`. The front end ([`frontend`])
@@ -36,8 +37,8 @@ pub use codegen::{
     CompileError, CompiledWorkload, CoreJob, Partition, Stages, Target, TargetInfo, compile,
     compile_with_stages, partition_by_cost,
 };
-pub use embedding_bag::EmbeddingBagInstance;
-pub use graph::{Csr, GraphSpec};
+pub use embedding_bag::{EmbeddingBagInstance, parse_triples};
+pub use graph::{Csr, EdgeList, FileGraph, GraphFormat, GraphSpec};
 pub use layout::{Contents, DataRegion, Layout};
 pub use mapping::MemoryCosts;
 pub use passes::{Pass, Passes};

@@ -33,21 +33,34 @@
 //! edge_factor = 16
 //! ```
 //!
-//! Tables may draw their indices from different distributions (`[[table_indices]]`, embedding
-//! bags and TT-EmbeddingBags): each entry covers the next `tables` tables (default 1), in table
-//! order, with its own distribution and optionally only the first `rows` rows of the table (a
-//! small table: the rest of its rows are never read); tables that no entry covers draw from
-//! `[indices]`. Production tables differ this way: a few small, hot ones and many large,
-//! rarely reused ones (REFERENCE.md section 4):
+//! The graph may instead be a real one, an edge list read from a file (`[graph] file = "...",
+//! format = "cora" | "snap"`, optionally `symmetric`, `dedup` and a `vertices` check; see
+//! [`crate::graph`]). Knowledge-graph scoring likewise reads its triples from a file with
+//! `triples = "..."` (integer `head relation tail` lines) instead of drawing them from
+//! `[indices]`. Paths are relative to the file that names them; dae-sim reads the files when
+//! the config loads.
+//!
+//! Tables may differ (`[[table_indices]]`, embedding bags and TT-EmbeddingBags): each entry
+//! covers the next `tables` tables (default 1), in table order, and may give them their own
+//! index distribution (default `[indices]`), their own `rows` (at most the workload's `rows`)
+//! and their own `bag_size` (lookups per bag, default the workload's `bag_size`, which may then
+//! be left out if every table has its own); tables that no entry covers take the workload's.
+//! An embedding bag's table of fewer rows is stored in fewer bytes: tables are stacked one
+//! after the other, table `t` from the sum of the rows of the tables before it (a
+//! TT-EmbeddingBag's tables are cores of one shape, so there `rows` only limits the row ids
+//! drawn). Production tables differ this way: a few small, hot ones and many large, rarely
+//! reused ones, and MLPerf's DLRM-v2 reads 1 to 100 rows per table and sample (REFERENCE.md
+//! section 4):
 //!
 //! ```toml
 //! [[table_indices]]
 //! tables = 2                 # tables 0 and 1
 //! distribution = "zipf"
 //! alpha = 1.2
-//! rows = 1000                # only their first 1,000 rows
-//! [[table_indices]]          # table 2
-//! distribution = "uniform"
+//! rows = 1000                # 1,000 rows each
+//! bag_size = 3               # 3 lookups per bag
+//! [[table_indices]]          # table 2: [indices], all `rows`, 100 lookups per bag
+//! bag_size = 100
 //! ```
 //!
 //! A TT-EmbeddingBag (`op = "tt_embedding_bag"`) is an embedding bag whose tables are stored
@@ -266,21 +279,27 @@ pub enum DistributionKind {
     Zipf,
 }
 
-/// One `[[table_indices]]` entry: the index distribution of the next `tables` tables.
+/// One `[[table_indices]]` entry: the shape and index distribution of the next `tables`
+/// tables (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableIndices {
     /// Consecutive tables this entry covers (default 1).
     #[serde(default = "one")]
     pub tables: u32,
-    /// Their distribution.
-    pub distribution: DistributionKind,
+    /// Their distribution (default: the workload's `[indices]`).
+    #[serde(default)]
+    pub distribution: Option<DistributionKind>,
     /// Zipf exponent (required for, and only taken by, `distribution = "zipf"`).
     #[serde(default)]
     pub alpha: Option<f64>,
-    /// Rows the indices are drawn from: the first `rows` rows of the table (default: all).
+    /// Rows of each of these tables (default: the workload's `rows`, at most that): an
+    /// embedding bag stores only these; a TT-EmbeddingBag draws its row ids from them.
     #[serde(default)]
     pub rows: Option<u64>,
+    /// Lookups per bag of these tables (default: the workload's `bag_size`).
+    #[serde(default)]
+    pub bag_size: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -288,20 +307,22 @@ fn one() -> u32 {
 }
 
 impl TableIndices {
-    /// The distribution, checked (`entry` numbers the entry in messages).
-    fn distribution(&self, entry: usize) -> Result<IndexDistribution, WorkloadError> {
+    /// The distribution, checked (`entry` numbers the entry in messages): `None` when the entry
+    /// leaves it to `[indices]`.
+    fn distribution(&self, entry: usize) -> Result<Option<IndexDistribution>, WorkloadError> {
         match (self.distribution, self.alpha) {
-            (DistributionKind::Uniform, None) => Ok(IndexDistribution::Uniform),
-            (DistributionKind::Uniform, Some(_)) => {
+            (None, None) => Ok(None),
+            (Some(DistributionKind::Uniform), None) => Ok(Some(IndexDistribution::Uniform)),
+            (None | Some(DistributionKind::Uniform), Some(_)) => {
                 Err(bad("table_indices", format!("entry {entry}: alpha is only for distribution = \"zipf\"")))
             }
-            (DistributionKind::Zipf, Some(alpha)) if alpha.is_finite() && alpha > 0.0 => {
-                Ok(IndexDistribution::Zipf { alpha })
+            (Some(DistributionKind::Zipf), Some(alpha)) if alpha.is_finite() && alpha > 0.0 => {
+                Ok(Some(IndexDistribution::Zipf { alpha }))
             }
-            (DistributionKind::Zipf, Some(alpha)) => {
+            (Some(DistributionKind::Zipf), Some(alpha)) => {
                 Err(bad("table_indices", format!("entry {entry}: alpha = {alpha} must be a positive number")))
             }
-            (DistributionKind::Zipf, None) => {
+            (Some(DistributionKind::Zipf), None) => {
                 Err(bad("table_indices", format!("entry {entry}: distribution = \"zipf\" needs alpha")))
             }
         }
@@ -345,7 +366,9 @@ pub struct WorkloadSpec {
     /// default).
     #[serde(default)]
     pub batch: u32,
-    /// Lookups per bag (the graph's mean in-degree, for GNN aggregation, where bags differ).
+    /// Lookups per bag (the graph's mean in-degree, for GNN aggregation, where bags differ;
+    /// the default of tables whose `[[table_indices]]` entry gives none; with every table's
+    /// own, it may be left out and is then their mean per bag, rounded up, informational).
     #[serde(default)]
     pub bag_size: u32,
     /// Per-lookup weights (PyTorch's `per_sample_weights`; edge weights for GNN aggregation):
@@ -380,6 +403,12 @@ pub struct WorkloadSpec {
     /// Knowledge-graph scoring: corrupted tails scored per triple, besides the true one.
     #[serde(default)]
     pub negatives: u32,
+    /// Knowledge-graph scoring: the triples from a file instead of drawn from `[indices]`:
+    /// `head relation tail` integer ids a line (entities below `rows`, relations below
+    /// `relations`), relative to the file that names it; the first `batch` are scored, in the
+    /// file's order (the binary reads it; [`crate::EmbeddingBagInstance::from_triples`]).
+    #[serde(default)]
+    pub triples: Option<String>,
     /// TT-EmbeddingBag: the tensor-train shape of every table.
     #[serde(default)]
     pub tt: Option<TtShape>,
@@ -427,7 +456,10 @@ impl WorkloadSpec {
                     w.bag_size = 1;
                 }
             }
-            Op::EmbeddingBag => self.require_table_shape("embedding_bag")?,
+            Op::EmbeddingBag => {
+                self.require_table_shape("embedding_bag")?;
+                w.bag_size = self.nominal_bag_size();
+            }
             Op::TtEmbeddingBag => {
                 let Some(tt) = &self.tt else {
                     return Err(bad("tt", "required for op = \"tt_embedding_bag\""));
@@ -437,6 +469,7 @@ impl WorkloadSpec {
                     w.rows = tt.row_factors.iter().map(|&f| u64::from(f)).product();
                 }
                 w.require_table_shape("tt_embedding_bag")?;
+                w.bag_size = self.nominal_bag_size();
                 if self.pooling == Pooling::Max || self.weights {
                     return Err(bad(
                         "pooling",
@@ -452,15 +485,23 @@ impl WorkloadSpec {
                          (no graph, weights, tables or bag_size)",
                     ));
                 }
+                if self.triples.is_some() && self.indices.is_some() {
+                    return Err(bad(
+                        "triples",
+                        "a triples file replaces [indices] (heads, relations and true tails come from \
+                         the file; negatives are drawn uniformly)",
+                    ));
+                }
                 for (field, missing) in [
                     ("rows", self.rows == 0),
                     ("relations", self.relations == 0),
                     ("batch", self.batch == 0),
                     ("model", self.model.is_none()),
-                    ("indices", self.indices.is_none()),
+                    ("indices", self.indices.is_none() && self.triples.is_none()),
                 ] {
                     if missing {
-                        return Err(bad(field, "required (at least 1) for op = \"kg_score\""));
+                        let also = if field == "indices" { " (or a triples file)" } else { "" };
+                        return Err(bad(field, format!("required (at least 1) for op = \"kg_score\"{also}")));
                     }
                 }
                 if self.model == Some(KgModel::ComplEx) && self.dim % 2 == 1 {
@@ -497,7 +538,7 @@ impl WorkloadSpec {
                 w.weights = true;
             }
             Op::GnnAggregate | Op::GnnScatter => {
-                let Some(g) = self.graph else {
+                let Some(g) = &self.graph else {
                     return Err(bad("graph", "required for a GNN op"));
                 };
                 if self.op == Op::GnnScatter && self.weights {
@@ -544,14 +585,31 @@ impl WorkloadSpec {
             ("tables", self.tables == 0),
             ("rows", self.rows == 0),
             ("batch", self.batch == 0),
-            ("bag_size", self.bag_size == 0),
+            ("bag_size", self.bag_size == 0 && !self.every_table_has_bag_size()),
             ("indices", self.indices.is_none()),
         ] {
             if missing {
-                return Err(bad(field, format!("required (at least 1) for op = \"{op}\"")));
+                let also = if field == "bag_size" { " (or one per table in [[table_indices]])" } else { "" };
+                return Err(bad(field, format!("required (at least 1) for op = \"{op}\"{also}")));
             }
         }
         Ok(())
+    }
+
+    /// Whether `[[table_indices]]` entries give every table its own `bag_size`.
+    fn every_table_has_bag_size(&self) -> bool {
+        let with: u64 =
+            self.table_indices.iter().filter(|e| e.bag_size.is_some()).map(|e| u64::from(e.tables)).sum();
+        self.tables > 0 && with >= u64::from(self.tables)
+    }
+
+    /// `bag_size` as given, or, when every table has its own, their mean per bag rounded up.
+    fn nominal_bag_size(&self) -> u32 {
+        if self.bag_size > 0 || !self.every_table_has_bag_size() {
+            return self.bag_size;
+        }
+        let per_sample = self.lookups() / u64::from(self.batch.max(1));
+        per_sample.div_ceil(u64::from(self.tables.max(1))).clamp(1, u64::from(u32::MAX)) as u32
     }
 
     /// Checks the values the code generator relies on (of a [`WorkloadSpec::resolved`] spec).
@@ -604,7 +662,7 @@ impl WorkloadSpec {
         if self.dim == 0 || self.dim > crate::codegen::MAX_DIM {
             return Err(bad("dim", format!("{} is outside 1..={}", self.dim, crate::codegen::MAX_DIM)));
         }
-        let lookups = self.tables as u64 * self.batch as u64 * self.bag_size as u64;
+        let lookups = self.lookups();
         if lookups > u32::MAX as u64 {
             return Err(bad("batch", format!("{lookups} lookups in all do not fit 32-bit offsets")));
         }
@@ -619,6 +677,9 @@ impl WorkloadSpec {
         }
         if self.op != Op::KgScore && (self.model.is_some() || self.relations != 0 || self.negatives != 0) {
             return Err(bad("model", "model, relations and negatives are for op = \"kg_score\""));
+        }
+        if self.op != Op::KgScore && self.triples.is_some() {
+            return Err(bad("triples", "only op = \"kg_score\" reads a triples file"));
         }
         match (&self.tt, self.op) {
             (Some(tt), Op::TtEmbeddingBag) => tt.check(self.rows, self.dim)?,
@@ -637,10 +698,11 @@ impl WorkloadSpec {
         if self.op != Op::SparseAttention && self.block > 1 {
             return Err(bad("block", "only op = \"sparse_attention\" selects blocks"));
         }
-        match (self.op, self.graph) {
+        match (self.op, &self.graph) {
             (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore | Op::TtEmbeddingBag, None)
                 if self.indices.is_some() => {}
             (Op::EmbeddingBag, None) if self.trace.is_some() => {}
+            (Op::KgScore, None) if self.triples.is_some() && self.indices.is_none() => {}
             (Op::EmbeddingBag | Op::SparseAttention | Op::KgScore | Op::TtEmbeddingBag, _) => {
                 return Err(bad("indices", "an embedding bag needs [indices] and no graph"));
             }
@@ -686,6 +748,17 @@ impl WorkloadSpec {
                     format!("entry {k}: rows = {r} is outside 1..={} (the tables' rows)", self.rows),
                 ));
             }
+            if e.bag_size == Some(0) {
+                return Err(bad("table_indices", format!("entry {k}: bag_size must be at least 1")));
+            }
+            if let (Some(r), Some(p)) = (e.rows, self.padding_idx)
+                && u64::from(p) >= r
+            {
+                return Err(bad(
+                    "padding_idx",
+                    format!("{p} is not a row of the {r}-row tables of [[table_indices]] entry {k}"),
+                ));
+            }
             covered += u64::from(e.tables);
         }
         if covered > u64::from(self.tables) {
@@ -694,24 +767,87 @@ impl WorkloadSpec {
                 format!("the entries cover {covered} tables, but the workload has {}", self.tables),
             ));
         }
+        if self.stacked_rows() > u64::from(u32::MAX) && !self.uniform_tables() {
+            return Err(bad(
+                "table_indices",
+                format!("the tables' rows add up to {}, beyond 32-bit row numbers", self.stacked_rows()),
+            ));
+        }
         Ok(())
+    }
+
+    /// Table `t`'s `[[table_indices]]` entry, with its number, if one covers it.
+    fn entry_of(&self, t: u32) -> Option<(usize, &TableIndices)> {
+        let mut first = 0u32;
+        for (k, e) in self.table_indices.iter().enumerate() {
+            if (first..first.saturating_add(e.tables)).contains(&t) {
+                return Some((k, e));
+            }
+            first = first.saturating_add(e.tables);
+        }
+        None
     }
 
     /// Table `t`'s index distribution and the rows it draws from: its `[[table_indices]]`
     /// entry's, else `[indices]` over all rows (uniform if neither is set).
     pub fn table_distribution(&self, t: u32) -> (IndexDistribution, u64) {
-        let mut first = 0u32;
-        for (k, e) in self.table_indices.iter().enumerate() {
-            if (first..first.saturating_add(e.tables)).contains(&t) {
-                // Checked by validate(); an unchecked spec falls back to [indices].
-                if let Ok(d) = e.distribution(k) {
-                    return (d, e.rows.unwrap_or(self.rows).min(self.rows));
-                }
-                break;
-            }
-            first = first.saturating_add(e.tables);
+        let fallback = self.indices.unwrap_or(IndexDistribution::Uniform);
+        match self.entry_of(t) {
+            // Checked by validate(); an unchecked spec falls back to [indices].
+            Some((k, e)) => (
+                e.distribution(k).ok().flatten().unwrap_or(fallback),
+                e.rows.unwrap_or(self.rows).min(self.rows),
+            ),
+            None => (fallback, self.rows),
         }
-        (self.indices.unwrap_or(IndexDistribution::Uniform), self.rows)
+    }
+
+    /// Lookups per bag of table `t`: its `[[table_indices]]` entry's `bag_size`, else the
+    /// workload's.
+    pub fn table_bag_size(&self, t: u32) -> u32 {
+        self.entry_of(t).and_then(|(_, e)| e.bag_size).unwrap_or(self.bag_size)
+    }
+
+    /// Rows of table `t` as stored: an embedding bag's `[[table_indices]]` entry's `rows`
+    /// (else `rows`); every other op's tables are alike ([`Self::stored_rows`]).
+    pub fn table_rows(&self, t: u32) -> u64 {
+        match (self.op, self.entry_of(t)) {
+            (Op::EmbeddingBag, Some((_, e))) => e.rows.unwrap_or(self.rows).min(self.rows),
+            _ => self.stored_rows(),
+        }
+    }
+
+    /// Whether every table is stored in the same rows, so that table `t` starts at stacked row
+    /// `t * stored_rows()` (else at [`Self::table_first_row`]).
+    pub fn uniform_tables(&self) -> bool {
+        self.op != Op::EmbeddingBag
+            || self.table_indices.iter().all(|e| e.rows.is_none_or(|r| r == self.rows))
+    }
+
+    /// The sum of `f(entry)` over tables `0..below`, `entry` the table's `[[table_indices]]`
+    /// entry, if any (a product per entry, not a loop over the tables).
+    fn sum_over_tables(&self, below: u32, f: impl Fn(Option<&TableIndices>) -> u64) -> u64 {
+        let below = u64::from(below);
+        let (mut first, mut sum) = (0u64, 0u64);
+        for e in &self.table_indices {
+            let n = (first + u64::from(e.tables)).min(below).saturating_sub(first);
+            sum = sum.saturating_add(n.saturating_mul(f(Some(e))));
+            first += u64::from(e.tables);
+        }
+        sum.saturating_add(below.saturating_sub(first).saturating_mul(f(None)))
+    }
+
+    /// The first row of table `t` in the stacked tables: the rows of the tables before it.
+    pub fn table_first_row(&self, t: u32) -> u64 {
+        if self.uniform_tables() {
+            return u64::from(t) * self.stored_rows();
+        }
+        self.sum_over_tables(t, |e| e.and_then(|e| e.rows).unwrap_or(self.rows).min(self.rows))
+    }
+
+    /// Rows of all tables, stacked.
+    pub fn stacked_rows(&self) -> u64 {
+        self.table_first_row(self.tables)
     }
 
     /// Bytes of one table row in the table's [`Dtype`] (an int8 row's scale and bias included).
@@ -751,8 +887,14 @@ impl WorkloadSpec {
     }
 
     /// Lookups in all tables (for GNN aggregation, the expected count: bags differ in size, and
-    /// the instance's `indices` holds the real one).
+    /// the instance's `indices` holds the real one; with `[[table_indices]]` bag sizes, `batch`
+    /// times the sum of every table's).
     pub fn lookups(&self) -> u64 {
-        self.bags() * self.bag_size as u64
+        if self.table_indices.iter().all(|e| e.bag_size.is_none()) {
+            return self.bags() * self.bag_size as u64;
+        }
+        let per_sample = self
+            .sum_over_tables(self.tables, |e| u64::from(e.and_then(|e| e.bag_size).unwrap_or(self.bag_size)));
+        per_sample.saturating_mul(u64::from(self.batch))
     }
 }

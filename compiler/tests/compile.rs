@@ -27,6 +27,7 @@ fn spec() -> WorkloadSpec {
         padding_idx: None,
         dense: Vec::new(),
         trace: None,
+        triples: None,
         table_indices: Vec::new(),
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,

@@ -694,3 +694,20 @@ fn a_padding_index_is_refused_not_summed() {
     let e = hand::check(&spec, &p, LANES, AU_LANES).unwrap_err();
     assert!(e.to_string().contains("cannot run a padding index (padding_idx)"), "{e}");
 }
+
+/// Tables of their own rows are stacked by `@table_base`, not at `t * rows`: the templates'
+/// table base would read the wrong rows, so `{rows}` refuses them, naming why.
+#[test]
+fn templates_refuse_tables_of_different_rows() {
+    let spec = spec("table_indices = [{ rows = 10 }]");
+    let c = compiled(&spec, 2);
+    let e = instantiate(&c, &shipped("embedding-bag-sum")).unwrap_err().to_string();
+    assert!(e.contains("rows") && e.contains("differ in rows") && e.contains("compiled programs"), "{e}");
+    // Tables alike still instantiate.
+    let c = compiled(&spec_alike(), 2);
+    assert!(instantiate(&c, &shipped("embedding-bag-sum")).is_ok());
+}
+
+fn spec_alike() -> WorkloadSpec {
+    spec("table_indices = [{ rows = 100 }]")
+}

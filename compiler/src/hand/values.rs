@@ -134,6 +134,14 @@ impl Values<'_> {
                 self.spec.dtype
             )));
         }
+        // The templates stack tables at `t * rows`: tables of their own rows need the compiler.
+        if !self.spec.uniform_tables() && matches!(name, "rows" | "stored_rows") {
+            return Some(Err(
+                "the tables differ in rows ([[table_indices]] rows): the templates' table base `t * rows` \
+                 does not find them; use the compiled programs"
+                    .into(),
+            ));
+        }
         let hex = |a: u64| Ok(format!("{a:#x}"));
         let dec = |n: u64| Ok(n.to_string());
         let lanes = u64::from(self.lanes);

@@ -1,0 +1,184 @@
+//! The workloads of real shapes and data: MLPerf DLRM-v2's tables (per-table rows and bag
+//! sizes), the Cora citation graph and FB15k-237's triples read from `traces/`; their simulated
+//! outputs equal the reference, and bad data files are errors naming the file, line and key.
+
+mod common;
+
+use common::{configs, dae_sim, small_experiment, temp_dir};
+use dae_sim::experiment::{Experiment, Overrides};
+
+/// The rows of `stdout`'s main table naming `workload`.
+fn rows_of<'a>(stdout: &'a str, workload: &str) -> Vec<&'a str> {
+    stdout
+        .lines()
+        .filter(|l| {
+            let mut f = l.split_whitespace().skip(1);
+            f.next() == Some(workload) && f.next().is_some_and(|m| m.starts_with("cycle-") || m == "analytic")
+        })
+        .collect()
+}
+
+/// Tables of different rows and bag sizes (mean pooling, a padding index, f16 rows) run verified
+/// on the DAE chip, on the plain cores and with tables mapped to cores by cost.
+#[test]
+fn tables_of_their_own_rows_and_bag_sizes_run_verified() {
+    let dir = temp_dir("per-table");
+    let wl = dir.join("mixed.toml");
+    std::fs::write(
+        &wl,
+        "name = \"mixed\"\nop = \"embedding_bag\"\npooling = \"mean\"\ntables = 4\nrows = 3000\ndim = 24\n\
+         dtype = \"f16\"\nbatch = 6\npadding_idx = 2\n\
+         table_indices = [{ rows = 40, bag_size = 3 }, { bag_size = 1 }, { rows = 9, bag_size = 30 }, \
+         { rows = 700, bag_size = 5, distribution = \"zipf\", alpha = 1.1 }]\n\
+         [indices]\ndistribution = \"uniform\"\n",
+    )
+    .unwrap();
+    let extra = format!(
+        "\n[[system]]\nname = \"mapped\"\ninclude = \"{}\"\ncores = 4\ncompiler = {{ partition = \"tables\" }}\n\
+         \n[[workload]]\ninclude = \"{}\"\n",
+        configs().join("systems/dae-hbm3.toml").display(),
+        wl.display()
+    );
+    let cfg = small_experiment(&dir, &extra);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let spec = exp.file.workload.iter().find(|w| w.name == "mixed").unwrap();
+    assert_eq!(exp.instance(spec).indices.len(), 6 * 39);
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows_of(&stdout, "mixed");
+    assert_eq!(rows.len(), 4, "{stdout}");
+    assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 3, "{stdout}");
+}
+
+/// The shipped DLRM-v2 workload fits both systems' 80 GiB of HBM in f16 (52.3 GB of tables),
+/// and in f32 (104.5 GB) it is refused with the memory's capacity, not run.
+#[test]
+fn mlperf_dlrm_v2_fits_the_hbm_in_f16_and_not_in_f32() {
+    let dir = temp_dir("dlrm-v2");
+    let wl = configs().join("workloads/dlrm-mlperf-v2.toml");
+    let extra = format!("\n[[workload]]\ninclude = \"{}\"\nbatch = 2\n", wl.display());
+    let cfg = small_experiment(&dir, &extra);
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows_of(&stdout, "dlrm-mlperf-v2");
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
+    let f32 = format!("\n[[workload]]\ninclude = \"{}\"\nbatch = 2\ndtype = \"f32\"\n", wl.display());
+    let cfg = small_experiment(&dir, &f32);
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("dlrm-mlperf-v2 on dae") && stderr.contains("more than the memory's"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dlrm-mlperf-v2 on h100") && !stderr.contains("panicked"), "{stderr}");
+}
+
+/// The real graph (Cora) and knowledge graph (FB15k-237) run verified, read through the
+/// workload files' relative paths, in an experiment and in `dae-sim compile`.
+#[test]
+fn cora_and_fb15k237_run_verified() {
+    let dir = temp_dir("real-data");
+    let wl = |name: &str| configs().join("workloads").join(name);
+    let extra = format!(
+        "\n[[workload]]\ninclude = \"{}\"\nbatch = 300\n\n[[workload]]\ninclude = \"{}\"\nbatch = 12\n",
+        wl("gnn-cora.toml").display(),
+        wl("kg-fb15k237.toml").display()
+    );
+    let cfg = small_experiment(&dir, &extra);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let cora = exp.file.workload.iter().find(|w| w.name == "gnn-cora").unwrap();
+    assert_eq!((cora.rows, cora.batch, cora.bag_size), (2708, 300, 3));
+    let kg = exp.file.workload.iter().find(|w| w.name == "kg-fb15k237").unwrap();
+    let inst = exp.instance(kg);
+    assert_eq!(inst.kg.as_ref().unwrap().heads[..2], [4092, 14132], "the file's first triples");
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    for name in ["gnn-cora", "kg-fb15k237"] {
+        let rows = rows_of(&stdout, name);
+        assert_eq!(rows.len(), 3, "{stdout}");
+        assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
+    }
+    for name in ["gnn-cora.toml", "kg-fb15k237.toml"] {
+        let o =
+            dae_sim(&["compile", "--workload", wl(name).to_str().unwrap(), "--emit", "au", "--cores", "4"]);
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// A missing file, a malformed line or an id out of range, in a graph file or a triples file,
+/// is an error naming the config file, the key, the data file and its line; never a panic.
+#[test]
+fn bad_graph_and_triples_files_name_the_file_the_line_and_the_key() {
+    let dir = temp_dir("bad-files");
+    let graph = dir.join("g.toml");
+    std::fs::write(
+        &graph,
+        "name = \"g\"\nop = \"gnn_aggregate\"\ndim = 8\ndtype = \"f32\"\n\n[graph]\nfile = \"data/g.txt\"\n\
+         format = \"snap\"\nvertices = 4\n",
+    )
+    .unwrap();
+    let kg = dir.join("kg.toml");
+    std::fs::write(
+        &kg,
+        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"transe\"\nrows = 10\nrelations = 3\nnegatives = 2\n\
+         dim = 8\ndtype = \"f32\"\nbatch = 2\ntriples = \"data/t.tsv\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let data = |name: &str| dir.join("data").join(name);
+    let run = |wl: &std::path::Path| {
+        let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains(&wl.display().to_string()), "the config file: {err}");
+        err
+    };
+    // Missing files.
+    let err = run(&graph);
+    assert!(err.contains("graph.file") && err.contains("data/g.txt: cannot read"), "{err}");
+    let err = run(&kg);
+    assert!(err.contains("triples") && err.contains("data/t.tsv: cannot read"), "{err}");
+    // Malformed lines and ids out of range, with their line numbers.
+    for (text, want) in [
+        ("# c\n0 1\n1 2 3\n", "g.txt:3: expected `from to` (2 fields), found 3"),
+        ("0 1\n2 four\n", "g.txt:2: \"four\" is not a vertex id"),
+        ("0 1\n1 2\n3 4\n", "g.txt:3: vertex 4 is not below vertices = 4"),
+    ] {
+        std::fs::write(data("g.txt"), text).unwrap();
+        let err = run(&graph);
+        assert!(err.contains("graph.file") && err.contains(want), "{want}: {err}");
+    }
+    for (text, want) in [
+        ("0\t1\t2\n3\t1\n", "t.tsv:2: expected `head relation tail` (3 fields), found 2"),
+        ("0\t1\t2\n3\t3\t4\n", "t.tsv:2: relation 3 is not below relations = 3"),
+        ("0\t1\t10\n", "t.tsv:1: tail 10 is not below rows = 10"),
+        ("0\t1\t2\n", "data/t.tsv: 2 triples, but the triples file has 1"),
+    ] {
+        std::fs::write(data("t.tsv"), text).unwrap();
+        let err = run(&kg);
+        let key = if want.contains("but the triples file") { "batch:" } else { "triples" };
+        assert!(err.contains(want) && err.contains(key), "{want}: {err}");
+    }
+    // In an experiment, the key is the workload's.
+    std::fs::write(data("g.txt"), "0 1\n1 x\n").unwrap();
+    let cfg = small_experiment(&dir, &format!("\n[[workload]]\ninclude = \"{}\"\n", graph.display()));
+    let e = Experiment::load(&cfg, &Overrides::default()).unwrap_err().to_string();
+    assert!(e.contains("workload[1].graph.file") && e.contains("g.txt:2: \"x\" is not a vertex id"), "{e}");
+    // Good files run.
+    std::fs::write(data("g.txt"), "0 1\n1 2\n3 0\n").unwrap();
+    std::fs::write(data("t.tsv"), "0\t1\t2\n3\t2\t9\n").unwrap();
+    for wl in [&graph, &kg] {
+        let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
