@@ -643,7 +643,12 @@ pub fn load_gpu_system(path: &Path) -> Result<gpu_model::GpuSim, ConfigError> {
 impl Experiment {
     /// Loads and validates `path`, applying `overrides`.
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
-        let mut doc = Document::load(path)?;
+        Self::from_document(Document::load(path)?, path, overrides)
+    }
+
+    /// Validates an already loaded (and possibly edited: a sweep point) document as the
+    /// experiment of config file `path`, applying `overrides`.
+    pub fn from_document(mut doc: Document, path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
         if let Some(seed) = overrides.seed {
             let seed = i64::try_from(seed)
                 .map_err(|_| doc.error_at("experiment.seed", "--seed must fit 63 bits"))?;

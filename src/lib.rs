@@ -16,4 +16,5 @@ pub mod npy_read;
 pub mod plot;
 pub mod power;
 pub mod report;
+pub mod sweep;
 pub mod system;

@@ -41,6 +41,17 @@ enum Command {
     /// Drive the memory system alone from a trace file or a traffic generator.
     #[command(after_help = MEM_EXAMPLES)]
     Mem(MemArgs),
+    /// Run a design-space sweep: the config's `[sweep]` axes, every point in parallel.
+    Sweep(SweepArgs),
+    /// Join the result directories of a sweep's shards.
+    Merge {
+        /// Shard result directories (each holds sweep.json and points/).
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Where the merged results go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Run the GPU model's calibration microbenchmarks and print them beside the measured
     /// H100 figures.
     GpuCalibrate {
@@ -57,6 +68,31 @@ enum Command {
         #[arg(value_enum)]
         what: BenchTarget,
     },
+}
+
+#[derive(Args, Debug, Clone)]
+struct SweepArgs {
+    /// Experiment config file with a `[sweep]` section.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Print the points and exit.
+    #[arg(long)]
+    list: bool,
+    /// Worker threads (default: every host core).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Skip points whose results are already written.
+    #[arg(long)]
+    resume: bool,
+    /// Run only shard i of N (points whose index is i modulo N), e.g. 0/4.
+    #[arg(long, value_name = "i/N")]
+    shard: Option<String>,
+    /// Output directory (default: the experiment's, plus /sweep).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -550,6 +586,53 @@ fn bench_system() -> Result<()> {
     Ok(())
 }
 
+fn sweep(args: &SweepArgs) -> Result<bool> {
+    use dae_sim::sweep::{self, RunOptions, Shard, Sweep};
+    // Every check (shard, axes, every point's config) before any point runs.
+    let shard = args.shard.as_deref().map(str::parse::<Shard>).transpose()?;
+    let overrides = Overrides { seed: None, out: args.out.clone() };
+    let sw = Sweep::load(&args.config, &overrides)?;
+    if args.list {
+        print!("{}", sweep::list(&sw));
+        return Ok(true);
+    }
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let todo = sw.selected(shard).len();
+    let t0 = std::time::Instant::now();
+    let quiet = args.quiet;
+    // Points done, points per minute and the time left; drawn only on a terminal.
+    let bar = if quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(todo as u64) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{wide_bar} {pos}/{len} points  {msg}  ETA {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let opts = RunOptions { threads, resume: args.resume, shard };
+    let summary = sweep::run(&sw, &opts, |p, ok| {
+        bar.inc(1);
+        let minutes = t0.elapsed().as_secs_f64() / 60.0;
+        bar.set_message(format!("{:.1} points/min", bar.position() as f64 / minutes.max(1e-9)));
+        if !ok {
+            bar.println(format!("point {} ({}): a pair failed (see its results)", p.index, p.label()));
+        }
+    })?;
+    bar.finish_and_clear();
+    if !quiet {
+        eprintln!(
+            "{} points run, {} skipped as finished, {} with a failed pair; results in {}{}",
+            summary.ran,
+            summary.skipped,
+            summary.failed,
+            sw.out_dir.display(),
+            if summary.complete {
+                " (sweep-results.json, sweep.csv)"
+            } else {
+                " (points/: the sweep is not complete)"
+            }
+        );
+    }
+    Ok(summary.failed == 0)
+}
+
 fn gpu_calibrate(system: &std::path::Path, scale: f64) -> Result<()> {
     if !(scale > 0.0 && scale <= 100.0) {
         bail!("--scale {scale}: must be in (0, 100]");
@@ -571,6 +654,13 @@ fn main() -> ExitCode {
         None => run(&cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Compile(args)) => compile(args).map(|()| true),
+        Some(Command::Sweep(args)) => sweep(args),
+        Some(Command::Merge { dirs, out }) => dae_sim::sweep::merge(dirs, out)
+            .map(|n| {
+                eprintln!("merged {n} points into {}", out.display());
+                true
+            })
+            .map_err(Into::into),
         Some(Command::GpuCalibrate { system, scale }) => gpu_calibrate(system, *scale).map(|()| true),
         Some(Command::Bench { what: BenchTarget::Engine }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),

@@ -23,6 +23,50 @@ pub struct ExperimentFile {
     /// Report settings.
     #[serde(default)]
     pub report: ReportSection,
+    /// Design-space sweep axes (`dae-sim sweep`; a plain run ignores them).
+    #[serde(default)]
+    pub sweep: Option<SweepSection>,
+}
+
+/// `[sweep]`: axes over config keys, combined as a cartesian product or zipped.
+///
+/// ```toml
+/// [sweep]
+/// mode = "product"            # or "zip" (axes of equal length, taken in step)
+/// [[sweep.axis]]
+/// key = "system.dae.access_unit.outq_entries"   # system.<name>.…, workload.<name>.…, or a path
+/// values = [2, 4, 8, 16, 32]
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSection {
+    /// How the axes combine.
+    #[serde(default)]
+    pub mode: SweepMode,
+    /// The axes, in order (the first varies slowest in a product).
+    #[serde(default)]
+    pub axis: Vec<SweepAxis>,
+}
+
+/// How sweep axes combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepMode {
+    /// Every combination.
+    #[default]
+    Product,
+    /// The i-th value of every axis together.
+    Zip,
+}
+
+/// One sweep axis.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepAxis {
+    /// The config key, by dotted path.
+    pub key: String,
+    /// Its values.
+    pub values: Vec<toml::Value>,
 }
 
 /// `[experiment]`

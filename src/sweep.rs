@@ -1,0 +1,515 @@
+//! Design-space sweeps: the `[sweep]` axes of a config expanded into points, each point the
+//! config with the axes' values set, run in parallel over a work queue, each written as it
+//! finishes (`points/NNNNN.json`, atomically), so an interrupted sweep keeps what finished and
+//! `--resume` runs only the rest. `--shard i/N` runs the points whose index is `i` modulo `N`;
+//! `merge` joins shards' directories. A point's results depend only on its config and seed, so
+//! they are identical whatever the number of threads or shards.
+//!
+//! Every point is built and validated before any runs: an axis naming a key the config does
+//! not have, an empty axis, zipped axes of different lengths or a value of the wrong type
+//! (reported with the point and key) all fail first.
+
+use crate::config::schema::{SweepMode, SweepSection};
+use crate::config::{ConfigError, Document};
+use crate::experiment::{self, Experiment, Overrides};
+use crate::report;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use thiserror::Error;
+
+/// Why a sweep cannot run.
+#[derive(Debug, Error)]
+pub enum SweepError {
+    /// The config is invalid.
+    #[error("{0}")]
+    Config(Box<ConfigError>),
+    /// The sweep section is unusable.
+    #[error("{file}: {key}: {message}")]
+    Axis {
+        /// The config file.
+        file: String,
+        /// The key at fault.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A point of the sweep is invalid.
+    #[error("point {index} ({values}): {cause}")]
+    Point {
+        /// The point.
+        index: usize,
+        /// Its values.
+        values: String,
+        /// Why.
+        cause: Box<ConfigError>,
+    },
+    /// A shard is malformed.
+    #[error("--shard {0}: must be i/N with 0 <= i < N (for example 0/4)")]
+    Shard(String),
+    /// Results on disk do not belong to this sweep.
+    #[error("{0}")]
+    Mismatch(String),
+    /// Reading or writing results failed.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl From<ConfigError> for SweepError {
+    fn from(e: ConfigError) -> Self {
+        SweepError::Config(Box::new(e))
+    }
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> SweepError {
+    SweepError::Io { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// One point: its index and the value of every axis (key as written, value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Index in the sweep (product order: the first axis varies slowest).
+    pub index: usize,
+    /// `(key, value)` per axis.
+    pub values: Vec<(String, toml::Value)>,
+}
+
+impl Point {
+    /// `key=value, ...`.
+    pub fn label(&self) -> String {
+        self.values.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+    }
+
+    fn to_json(&self) -> Value {
+        let values: serde_json::Map<String, Value> =
+            self.values.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect();
+        let axes: Vec<&str> = self.values.iter().map(|(k, _)| k.as_str()).collect();
+        json!({ "index": self.index, "axes": axes, "values": values })
+    }
+}
+
+fn toml_to_json(v: &toml::Value) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A shard: this run's share of the points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, from 0.
+    pub index: usize,
+    /// Shards in all.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = SweepError;
+    fn from_str(s: &str) -> Result<Self, SweepError> {
+        let bad = || SweepError::Shard(s.to_string());
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) =
+            (i.trim().parse::<usize>().map_err(|_| bad())?, n.trim().parse::<usize>().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// A loaded sweep: the base document, its points, and each point's experiment.
+pub struct Sweep {
+    /// The config file.
+    pub path: PathBuf,
+    /// Every point, in index order.
+    pub points: Vec<Point>,
+    /// Each point's experiment, validated.
+    pub experiments: Vec<Experiment>,
+    /// Where results go.
+    pub out_dir: PathBuf,
+}
+
+/// The document path an axis key names: `system.<name>.rest` and `workload.<name>.rest` pick
+/// the system or workload of that name; anything else is a path as written.
+fn resolve_key(doc: &Document, key: &str) -> Option<String> {
+    for section in ["system", "workload"] {
+        if let Some(rest) = key.strip_prefix(&format!("{section}.")) {
+            let Some(toml::Value::Array(items)) = doc.get(section) else { continue };
+            for (i, item) in items.iter().enumerate() {
+                let name = item.get("name").and_then(|n| n.as_str()).unwrap_or("");
+                if let Some(tail) = rest.strip_prefix(&format!("{name}.")).filter(|_| !name.is_empty()) {
+                    let path = format!("{section}[{i}].{tail}");
+                    return doc.get(&path).is_some().then_some(path);
+                }
+            }
+        }
+    }
+    doc.get(key).is_some().then(|| key.to_string())
+}
+
+/// Expands the axes into points.
+fn expand(file: &str, s: &SweepSection) -> Result<Vec<Point>, SweepError> {
+    let axis_err =
+        |key: String, message: &str| SweepError::Axis { file: file.into(), key, message: message.into() };
+    if s.axis.is_empty() {
+        return Err(axis_err("sweep.axis".into(), "the sweep has no axis"));
+    }
+    for (k, a) in s.axis.iter().enumerate() {
+        if a.values.is_empty() {
+            return Err(axis_err(format!("sweep.axis[{k}].values"), "an axis needs at least one value"));
+        }
+    }
+    let mut points = Vec::new();
+    match s.mode {
+        SweepMode::Zip => {
+            let n = s.axis[0].values.len();
+            if let Some((k, _)) = s.axis.iter().enumerate().find(|(_, a)| a.values.len() != n) {
+                return Err(axis_err(
+                    format!("sweep.axis[{k}].values"),
+                    "zipped axes must have as many values as the first",
+                ));
+            }
+            for i in 0..n {
+                let values = s.axis.iter().map(|a| (a.key.clone(), a.values[i].clone())).collect();
+                points.push(Point { index: i, values });
+            }
+        }
+        SweepMode::Product => {
+            let total: usize = s.axis.iter().map(|a| a.values.len()).product();
+            for i in 0..total {
+                let mut rest = i;
+                let mut values = vec![(String::new(), toml::Value::Boolean(false)); s.axis.len()];
+                for (k, a) in s.axis.iter().enumerate().rev() {
+                    values[k] = (a.key.clone(), a.values[rest % a.values.len()].clone());
+                    rest /= a.values.len();
+                }
+                points.push(Point { index: i, values });
+            }
+        }
+    }
+    Ok(points)
+}
+
+impl Sweep {
+    /// Loads `path`, expands its `[sweep]` and validates every point's experiment.
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, SweepError> {
+        let doc = Document::load(path)?;
+        let file = path.display().to_string();
+        let section: Option<SweepSection> = match doc.get("sweep") {
+            None => None,
+            Some(_) => doc.deserialize::<crate::config::ExperimentFile>()?.sweep,
+        };
+        let section = section.ok_or_else(|| SweepError::Axis {
+            file: file.clone(),
+            key: "sweep".into(),
+            message: "the config has no [sweep] section".into(),
+        })?;
+        let mut resolved = Vec::new();
+        for (k, a) in section.axis.iter().enumerate() {
+            let p = resolve_key(&doc, &a.key).ok_or_else(|| SweepError::Axis {
+                file: file.clone(),
+                key: format!("sweep.axis[{k}].key"),
+                message: format!("{:?} names no key of the config or its includes", a.key),
+            })?;
+            resolved.push(p);
+        }
+        let points = expand(&file, &section)?;
+        let mut experiments = Vec::with_capacity(points.len());
+        for p in &points {
+            let mut d = doc.clone();
+            for ((_, v), key) in p.values.iter().zip(&resolved) {
+                d.set(key, v.clone()).map_err(|e| SweepError::Point {
+                    index: p.index,
+                    values: p.label(),
+                    cause: Box::new(e),
+                })?;
+            }
+            let exp = Experiment::from_document(d, path, overrides).map_err(|e| SweepError::Point {
+                index: p.index,
+                values: p.label(),
+                cause: Box::new(e),
+            })?;
+            experiments.push(exp);
+        }
+        let out_dir = match &overrides.out {
+            Some(o) => o.clone(),
+            None => experiments[0].out_dir.join("sweep"),
+        };
+        Ok(Sweep { path: path.to_path_buf(), points, experiments, out_dir })
+    }
+
+    /// The manifest: what identifies the sweep's points (config, axes, values).
+    pub fn manifest(&self) -> Value {
+        json!({
+            "config": self.path.display().to_string(),
+            "points": self.points.iter().map(Point::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    fn point_file(dir: &Path, index: usize) -> PathBuf {
+        dir.join("points").join(format!("{index:05}.json"))
+    }
+
+    /// The indices this run owns (a shard's, or all).
+    pub fn selected(&self, shard: Option<Shard>) -> Vec<usize> {
+        (0..self.points.len()).filter(|i| shard.is_none_or(|s| i % s.count == s.index)).collect()
+    }
+}
+
+/// How to run a sweep.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Worker threads.
+    pub threads: usize,
+    /// Skip points whose results are already written.
+    pub resume: bool,
+    /// Run only this shard's points.
+    pub shard: Option<Shard>,
+}
+
+/// What a sweep run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Points run now.
+    pub ran: usize,
+    /// Points skipped as already finished (`--resume`).
+    pub skipped: usize,
+    /// Points whose runs had a failed pair.
+    pub failed: usize,
+    /// Whether every point of the sweep has results (the combined files were written).
+    pub complete: bool,
+}
+
+/// Runs `sweep`'s points (see [`RunOptions`]); `progress` hears about each finished point.
+pub fn run(
+    sweep: &Sweep,
+    opts: &RunOptions,
+    progress: impl Fn(&Point, bool) + Sync,
+) -> Result<RunSummary, SweepError> {
+    let dir = &sweep.out_dir;
+    let manifest = sweep.manifest();
+    let manifest_path = dir.join("sweep.json");
+    if manifest_path.exists() {
+        let old = read_json(&manifest_path)?;
+        if old != manifest {
+            if !opts.resume {
+                // A new sweep over an old directory: start clean rather than mix results.
+                let _ = std::fs::remove_dir_all(dir.join("points"));
+            } else {
+                return Err(SweepError::Mismatch(format!(
+                    "{}: --resume, but the results there belong to another sweep (config or axes changed)",
+                    manifest_path.display()
+                )));
+            }
+        }
+    }
+    report::write_json(dir, "sweep.json", &manifest).map_err(|e| io(&manifest_path, e))?;
+    let mut todo = Vec::new();
+    let mut summary = RunSummary::default();
+    for i in sweep.selected(opts.shard) {
+        if opts.resume && Sweep::point_file(dir, i).exists() {
+            summary.skipped += 1;
+        } else {
+            todo.push(i);
+        }
+    }
+    let (tx, rx) = crossbeam::channel::unbounded::<usize>();
+    for &i in &todo {
+        let _ = tx.send(i);
+    }
+    drop(tx);
+    let errors: Mutex<Vec<SweepError>> = Mutex::new(Vec::new());
+    let failed = std::sync::atomic::AtomicUsize::new(0);
+    let threads = opts.threads.clamp(1, todo.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while let Ok(i) = rx.recv() {
+                    let (p, exp) = (&sweep.points[i], &sweep.experiments[i]);
+                    let outcomes = experiment::run(exp, |_| {});
+                    let ok = outcomes.iter().all(|o| o.result.is_ok());
+                    if !ok {
+                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    let mut v = report::json(exp, &outcomes);
+                    v["point"] = p.to_json();
+                    let path = Sweep::point_file(dir, i);
+                    let parent = path.parent().unwrap_or(dir);
+                    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("point.json");
+                    match report::write_json(parent, name, &v) {
+                        Ok(_) => progress(p, ok),
+                        Err(e) => errors.lock().unwrap_or_else(|p| p.into_inner()).push(io(&path, e)),
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = errors.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().next() {
+        return Err(e);
+    }
+    summary.ran = todo.len();
+    summary.failed = failed.into_inner();
+    summary.complete = combine(dir, &manifest)?;
+    Ok(summary)
+}
+
+fn read_json(path: &Path) -> Result<Value, SweepError> {
+    let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| io(path, e))
+}
+
+/// Writes `sweep-results.json` and `sweep.csv` into `dir` if every point of `manifest` has its
+/// results there; returns whether it did.
+fn combine(dir: &Path, manifest: &Value) -> Result<bool, SweepError> {
+    let points = manifest["points"].as_array().cloned().unwrap_or_default();
+    let mut results = Vec::with_capacity(points.len());
+    for (i, _) in points.iter().enumerate() {
+        let f = Sweep::point_file(dir, i);
+        if !f.exists() {
+            return Ok(false);
+        }
+        results.push(read_json(&f)?);
+    }
+    let all = json!({ "sweep": manifest, "points": results });
+    let path = dir.join("sweep-results.json");
+    report::write_json(dir, "sweep-results.json", &all).map_err(|e| io(&path, e))?;
+    report::write_file(dir, "sweep.csv", &csv(&results)).map_err(|e| io(&dir.join("sweep.csv"), e))?;
+    Ok(true)
+}
+
+/// One row per point and (system, workload) pair: the axes' values, then the pair's figures.
+fn csv(results: &[Value]) -> String {
+    // The axes in their config order (the values object is keyed, so unordered).
+    let keys: Vec<String> = results
+        .first()
+        .and_then(|r| r["point"]["axes"].as_array())
+        .map(|a| a.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    let fields = [
+        "sim_time_ps",
+        "lookups_per_second",
+        "achieved_gb_per_s",
+        "peak_bandwidth_share",
+        "speedup_vs_baseline",
+    ];
+    let mut t = String::from("point,");
+    for k in &keys {
+        t += &format!("{k},");
+    }
+    t += "system,workload,p50_ps,p99_ps,";
+    t += &fields.join(",");
+    t += ",error\n";
+    let text = |v: &Value| match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    for r in results {
+        for run in r["runs"].as_array().into_iter().flatten() {
+            let mut row = vec![text(&r["point"]["index"])];
+            row.extend(keys.iter().map(|k| text(&r["point"]["values"][k])));
+            row.push(text(&run["system"]));
+            row.push(text(&run["workload"]));
+            row.push(text(&run["lookup_latency_ps"]["p50"]));
+            row.push(text(&run["lookup_latency_ps"]["p99"]));
+            row.extend(fields.iter().map(|f| text(&run[*f])));
+            row.push(text(&run["error"]));
+            t += &row
+                .iter()
+                .map(|c| if c.contains(',') { format!("\"{c}\"") } else { c.clone() })
+                .collect::<Vec<_>>()
+                .join(",");
+            t.push('\n');
+        }
+    }
+    t
+}
+
+/// Joins the results of sweep directories (shards of one sweep) into `out`; every point must
+/// be in exactly one of them, or in several with identical results.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, SweepError> {
+    let Some(first) = dirs.first() else {
+        return Err(SweepError::Mismatch("merge: no directory given".into()));
+    };
+    let manifest = read_json(&first.join("sweep.json"))?;
+    for d in &dirs[1..] {
+        if read_json(&d.join("sweep.json"))? != manifest {
+            return Err(SweepError::Mismatch(format!(
+                "{} and {} hold different sweeps",
+                first.display(),
+                d.display()
+            )));
+        }
+    }
+    let n = manifest["points"].as_array().map_or(0, Vec::len);
+    let mut found = 0;
+    for i in 0..n {
+        let mut chosen: Option<Value> = None;
+        for d in dirs {
+            let f = Sweep::point_file(d, i);
+            if f.exists() {
+                let v = read_json(&f)?;
+                if let Some(c) = &chosen
+                    && c != &v
+                {
+                    return Err(SweepError::Mismatch(format!(
+                        "point {i} differs between shards ({})",
+                        f.display()
+                    )));
+                }
+                chosen = Some(v);
+            }
+        }
+        if let Some(v) = chosen {
+            let path = Sweep::point_file(out, i);
+            let parent = path.parent().unwrap_or(out).to_path_buf();
+            report::write_json(&parent, &format!("{i:05}.json"), &v).map_err(|e| io(&path, e))?;
+            found += 1;
+        }
+    }
+    report::write_json(out, "sweep.json", &manifest).map_err(|e| io(&out.join("sweep.json"), e))?;
+    combine(out, &manifest)?;
+    Ok(found)
+}
+
+/// The points as a table, for `--list`.
+pub fn list(sweep: &Sweep) -> String {
+    sweep.points.iter().map(|p| format!("{:>5}  {}\n", p.index, p.label())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_bad_ones_are_refused() {
+        assert_eq!("1/4".parse::<Shard>().unwrap(), Shard { index: 1, count: 4 });
+        for bad in ["3/2", "2/2", "1/0", "x/2", "1", "-1/2"] {
+            let e = bad.parse::<Shard>().unwrap_err().to_string();
+            assert!(e.contains("must be i/N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn product_varies_the_last_axis_fastest_and_zip_takes_values_in_step() {
+        let axis = |k: &str, v: &[i64]| crate::config::schema::SweepAxis {
+            key: k.into(),
+            values: v.iter().map(|&x| toml::Value::Integer(x)).collect(),
+        };
+        let s =
+            SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4, 5])] };
+        let p = expand("f", &s).unwrap();
+        assert_eq!(p.len(), 6);
+        assert_eq!(p[1].label(), "a=1, b=4");
+        assert_eq!(p[3].label(), "a=2, b=3");
+        let z = SweepSection { mode: SweepMode::Zip, axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4])] };
+        assert_eq!(expand("f", &z).unwrap()[1].label(), "a=2, b=4");
+        let bad = SweepSection { mode: SweepMode::Zip, axis: vec![axis("a", &[1, 2]), axis("b", &[3])] };
+        assert!(expand("f", &bad).unwrap_err().to_string().contains("sweep.axis[1].values"));
+        let empty = SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])] };
+        assert!(expand("f", &empty).unwrap_err().to_string().contains("at least one value"));
+    }
+}

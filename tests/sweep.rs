@@ -1,0 +1,196 @@
+//! Sweeps: identical results whatever the thread count, interrupted sweeps resumed without a
+//! point lost or run twice, shards merged into what the unsharded run gives, and bad sweeps
+//! refused before any point runs.
+
+#[allow(dead_code)] // this suite needs only some of the shared helpers
+mod common;
+
+use common::{configs, dae_sim, temp_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A sweep of the small embedding bag on the DAE preset over cores and the output queue's
+/// depth: `points` points (a product of 2 x points/2).
+fn sweep_config(dir: &Path, axes: &str) -> PathBuf {
+    let text = format!(
+        r#"[experiment]
+name = "sweep-test"
+seed = 7
+
+[[system]]
+name = "dae"
+include = "{dae}"
+cores = 2
+
+[[workload]]
+include = "{wl}"
+batch = 64
+
+[sweep]
+{axes}
+"#,
+        dae = configs().join("systems/dae-hbm3.toml").display(),
+        wl = configs().join("workloads/emb-small.toml").display(),
+    );
+    let path = dir.join("sweep.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const AXES: &str = "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2, 3]\n\
+                    [[sweep.axis]]\nkey = \"system.dae.access_unit.outq_entries\"\nvalues = [4, 32]\n";
+
+fn run(cfg: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args =
+        vec!["sweep", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"];
+    args.extend_from_slice(extra);
+    let o = dae_sim(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+fn results(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("sweep-results.json")).unwrap()
+}
+
+fn point_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("points"))
+        .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn list_prints_every_point_in_product_order() {
+    let dir = temp_dir("sweep-list");
+    let cfg = sweep_config(&dir, AXES);
+    let o = dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--list"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert_eq!(lines[1].trim(), "1  system.dae.cores=1, system.dae.access_unit.outq_entries=32");
+    assert!(!dir.join("out").exists());
+}
+
+#[test]
+fn one_and_two_threads_give_identical_results() {
+    let dir = temp_dir("sweep-threads");
+    let cfg = sweep_config(&dir, AXES);
+    run(&cfg, &dir.join("one"), &["--threads", "1"]);
+    run(&cfg, &dir.join("two"), &["--threads", "2"]);
+    let (a, b) = (results(&dir.join("one")), results(&dir.join("two")));
+    assert_eq!(a, b);
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    // The axes reached the runs: more cores, less time on the same work.
+    let t = |i: usize| points[i]["runs"][0]["sim_time_ps"].as_u64().unwrap();
+    assert!(t(4) < t(0), "3 cores {} vs 1 core {}", t(4), t(0));
+    assert_eq!(points[5]["point"]["values"]["system.dae.cores"], 3);
+    let csv = std::fs::read_to_string(dir.join("one").join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7, "{csv}");
+    assert!(
+        csv.starts_with("point,system.dae.cores,system.dae.access_unit.outq_entries,system,workload"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn an_interrupted_sweep_resumes_without_losing_or_rerunning_a_point() {
+    let dir = temp_dir("sweep-resume");
+    let cfg = sweep_config(&dir, AXES);
+    let out = dir.join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dae-sim"))
+        .args([
+            "sweep",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--threads",
+            "1",
+        ])
+        .spawn()
+        .unwrap();
+    // Interrupt as soon as the first point is written.
+    let start = std::time::Instant::now();
+    while point_files(&out).is_empty() && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let before: Vec<(PathBuf, std::time::SystemTime)> = point_files(&out)
+        .into_iter()
+        .map(|p| {
+            let m = std::fs::metadata(&p).unwrap().modified().unwrap();
+            (p, m)
+        })
+        .collect();
+    assert!(!before.is_empty(), "the first point was written before the interrupt");
+    let o =
+        dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--resume"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("{} points run, {} skipped", 6 - before.len(), before.len())), "{err}");
+    // Every point now has results, and the ones written before were not touched.
+    assert_eq!(point_files(&out).len(), 6);
+    for (p, m) in &before {
+        assert_eq!(std::fs::metadata(p).unwrap().modified().unwrap(), *m, "{} was run again", p.display());
+    }
+    // The resumed sweep equals an uninterrupted one.
+    run(&cfg, &dir.join("clean"), &[]);
+    assert_eq!(results(&out), results(&dir.join("clean")));
+}
+
+#[test]
+fn two_shards_merge_into_the_unsharded_results() {
+    let dir = temp_dir("sweep-shards");
+    let cfg = sweep_config(&dir, AXES);
+    run(&cfg, &dir.join("all"), &[]);
+    run(&cfg, &dir.join("s0"), &["--shard", "0/2"]);
+    run(&cfg, &dir.join("s1"), &["--shard", "1/2"]);
+    assert_eq!(point_files(&dir.join("s0")).len(), 3);
+    assert!(!dir.join("s0").join("sweep-results.json").exists(), "a shard alone is not the whole sweep");
+    let merged = dir.join("merged");
+    let o = dae_sim(&[
+        "merge",
+        dir.join("s0").to_str().unwrap(),
+        dir.join("s1").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(results(&merged), results(&dir.join("all")));
+}
+
+#[test]
+fn bad_sweeps_are_refused_before_any_point_runs() {
+    let dir = temp_dir("sweep-bad");
+    let cases = [
+        ("[[sweep.axis]]\nkey = \"system.dae.no_such_key\"\nvalues = [1]\n", "names no key"),
+        ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = []\n", "at least one value"),
+        ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [\"four\"]\n", "point 0"),
+        (
+            "mode = \"zip\"\n[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n\
+             [[sweep.axis]]\nkey = \"workload.emb-small.batch\"\nvalues = [8]\n",
+            "as many values",
+        ),
+    ];
+    for (axes, want) in cases {
+        let cfg = sweep_config(&dir, axes);
+        let out = dir.join("out");
+        let o = dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{axes}: {err}");
+        assert!(err.contains(want), "{axes}: {err}");
+        assert!(!out.exists(), "{axes}: nothing runs");
+    }
+    let cfg = sweep_config(&dir, AXES);
+    let o = dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--shard", "3/2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--shard 3/2"), "{err}");
+}
