@@ -52,6 +52,13 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Redraw plots from saved results: a sweep's directory or sweep-results.json (sweep.svg),
+    /// or an experiment's results.json (speedup.svg), without re-running anything.
+    Plot {
+        /// A results file or the directory that holds it.
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+    },
     /// Run the GPU model's calibration microbenchmarks and print them beside the measured
     /// H100 figures.
     GpuCalibrate {
@@ -633,6 +640,32 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
     Ok(summary.failed == 0)
 }
 
+fn plot(path: &std::path::Path) -> Result<()> {
+    let file = if path.is_dir() {
+        [path.join("sweep-results.json"), path.join("results.json")]
+            .into_iter()
+            .find(|f| f.exists())
+            .ok_or_else(|| anyhow!("{}: holds neither sweep-results.json nor results.json", path.display()))?
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
+    let dir = file.parent().unwrap_or(std::path::Path::new("."));
+    let out = if v.get("points").is_some() {
+        dae_sim::plot::sweep_lines(&v, dir).map_err(|e| anyhow!(e))?
+    } else {
+        let c = report::comparison_from_json(&v)
+            .ok_or_else(|| anyhow!("{}: no baseline comparison to plot", file.display()))?;
+        let svg = dir.join("speedup.svg");
+        dae_sim::plot::speedup_bars(&c, &svg).map_err(|e| anyhow!(e))?;
+        svg
+    };
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
 fn gpu_calibrate(system: &std::path::Path, scale: f64) -> Result<()> {
     if !(scale > 0.0 && scale <= 100.0) {
         bail!("--scale {scale}: must be in (0, 100]");
@@ -655,6 +688,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run(args),
         Some(Command::Compile(args)) => compile(args).map(|()| true),
         Some(Command::Sweep(args)) => sweep(args),
+        Some(Command::Plot { path }) => plot(path).map(|()| true),
         Some(Command::Merge { dirs, out }) => dae_sim::sweep::merge(dirs, out)
             .map(|n| {
                 eprintln!("merged {n} points into {}", out.display());

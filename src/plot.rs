@@ -101,6 +101,164 @@ pub fn speedup_bars(c: &Comparison, path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// One line of a sweep plot: a (system, workload) pair over the first axis, the other axes
+/// fixed at the values in its label.
+struct Line {
+    label: String,
+    points: Vec<(f64, f64, f64, f64)>,
+    bound: Option<f64>,
+}
+
+/// Draws a complete sweep's results (`sweep-results.json`) into `dir`: `sweep.svg`, with
+/// throughput (lookups/s, the HBM-bandwidth bound dashed) and p50/p99 lookup latency against
+/// the first axis, one line per system, workload and value of the other axes. Returns the file.
+pub fn sweep_lines(results: &serde_json::Value, dir: &Path) -> Result<std::path::PathBuf, String> {
+    let path = dir.join("sweep.svg");
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let points = results["points"].as_array().ok_or("sweep-results.json has no points")?;
+    let axes: Vec<String> = points
+        .first()
+        .and_then(|p| p["point"]["axes"].as_array())
+        .map(|a| a.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    let x_axis = axes.first().ok_or("the sweep has no axis")?.clone();
+    let mut lines: Vec<Line> = Vec::new();
+    for p in points {
+        let Some(x) = p["point"]["values"][&x_axis].as_f64() else { continue };
+        let others: Vec<String> = axes[1..]
+            .iter()
+            .map(|k| format!("{}={}", k.rsplit('.').next().unwrap_or(k), p["point"]["values"][k]))
+            .collect();
+        for run in p["runs"].as_array().into_iter().flatten() {
+            let (Some(rate), Some(p50), Some(p99)) = (
+                run["lookups_per_second"].as_f64(),
+                run["lookup_latency_ps"]["p50"].as_f64(),
+                run["lookup_latency_ps"]["p99"].as_f64(),
+            ) else {
+                continue;
+            };
+            let mut label = format!(
+                "{} {}",
+                run["system"].as_str().unwrap_or("?"),
+                run["workload"].as_str().unwrap_or("?")
+            );
+            if !others.is_empty() {
+                label += &format!(" ({})", others.join(", "));
+            }
+            // The HBM bound in lookups/s: peak bandwidth over the bytes a lookup moved.
+            let gbs = run["achieved_gb_per_s"].as_f64().unwrap_or(0.0);
+            let share = run["peak_bandwidth_share"].as_f64().unwrap_or(0.0);
+            let bound = (gbs > 0.0 && share > 0.0).then(|| gbs / share * 1e9 / (gbs * 1e9 / rate));
+            match lines.iter_mut().find(|l| l.label == label) {
+                Some(l) => l.points.push((x, rate, p50 / 1e3, p99 / 1e3)),
+                None => lines.push(Line { label, points: vec![(x, rate, p50 / 1e3, p99 / 1e3)], bound }),
+            }
+        }
+    }
+    if lines.is_empty() {
+        return Err(format!("{}: no numeric values of {x_axis} with results to plot", path.display()));
+    }
+    for l in &mut lines {
+        l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
+    let (x_lo, x_hi) =
+        (xs.iter().copied().fold(f64::MAX, f64::min), xs.iter().copied().fold(f64::MIN, f64::max));
+    let log_x = x_lo > 0.0 && x_hi / x_lo >= 16.0;
+    let root = SVGBackend::new(&path, (960, 820)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (top, bottom) = root.split_vertically(410);
+    let rates: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1).chain(l.bound)).collect();
+    let y_hi = rates.iter().copied().fold(0.0f64, f64::max) * 1.15 / 1e9;
+    let lat: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [p.2, p.3])).collect();
+    let lat_hi = lat.iter().copied().fold(0.0f64, f64::max) * 1.15;
+    let x_name = x_axis.clone();
+    // A wide axis (powers of two, as outstanding requests) is drawn in log2: positions are
+    // log2(x), labels the values.
+    let tx = move |x: f64| if log_x { x.log2() } else { x };
+    let (xl, xh) = if x_lo == x_hi { (tx(x_lo) - 1.0, tx(x_hi) + 1.0) } else { (tx(x_lo), tx(x_hi)) };
+    let x_label = move |v: &f64| {
+        if log_x { format!("{}", (2f64.powf(*v) * 100.0).round() / 100.0) } else { format!("{v}") }
+    };
+    macro_rules! panel {
+        ($area:expr, $x:expr, $title:expr, $ydesc:expr, $yr:expr, $draw:expr) => {{
+            let mut chart = ChartBuilder::on($area)
+                .caption($title, ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(64)
+                .build_cartesian_2d($x, $yr)
+                .map_err(|e| err(&e))?;
+            chart
+                .configure_mesh()
+                .x_desc(if log_x { format!("{x_name} (log scale)") } else { x_name.clone() })
+                .x_label_formatter(&x_label)
+                .y_desc($ydesc)
+                .draw()
+                .map_err(|e| err(&e))?;
+            $draw(&mut chart)?;
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.9))
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()
+                .map_err(|e| err(&e))?;
+        }};
+    }
+    let title_t = format!("Throughput against {x_axis}");
+    let title_l = format!("Lookup latency against {x_axis} (p50 solid, p99 dashed)");
+    let throughput = |chart: &mut ChartContext<'_, SVGBackend<'_>, _>| -> Result<(), String> {
+        for (i, l) in lines.iter().enumerate() {
+            let c = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    l.points.iter().map(|p| (tx(p.0), p.1 / 1e9)),
+                    c.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?
+                .label(l.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            chart
+                .draw_series(l.points.iter().map(|p| Circle::new((tx(p.0), p.1 / 1e9), 3, c.filled())))
+                .map_err(|e| err(&e))?;
+            if let Some(b) = l.bound {
+                let dashes = DashedLineSeries::new([(xl, b / 1e9), (xh, b / 1e9)], 6, 4, c.stroke_width(1));
+                chart
+                    .draw_series(dashes)
+                    .map_err(|e| err(&e))?
+                    .label(format!("{}: HBM bound", l.label))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(1)));
+            }
+        }
+        Ok(())
+    };
+    let latency = |chart: &mut ChartContext<'_, SVGBackend<'_>, _>| -> Result<(), String> {
+        for (i, l) in lines.iter().enumerate() {
+            let c = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(l.points.iter().map(|p| (tx(p.0), p.2)), c.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(l.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            chart
+                .draw_series(DashedLineSeries::new(
+                    l.points.iter().map(|p| (tx(p.0), p.3)),
+                    6,
+                    4,
+                    c.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+        }
+        Ok(())
+    };
+    panel!(&top, xl..xh, title_t, "G lookups/s", 0.0..y_hi, throughput);
+    panel!(&bottom, xl..xh, title_l, "latency (ns)", 0.0..lat_hi, latency);
+    root.present().map_err(|e| err(&e))?;
+    drop(root);
+    Ok(dir.join("sweep.svg"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

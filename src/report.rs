@@ -153,6 +153,42 @@ pub fn comparison(exp: &Experiment, all: &[Outcome]) -> Option<Comparison> {
     Some(Comparison { baseline, workloads, systems })
 }
 
+/// The comparison of a saved `results.json` (`None` without a baseline).
+pub fn comparison_from_json(v: &Value) -> Option<Comparison> {
+    let baseline = v["baseline"].as_str()?.to_string();
+    let runs = v["runs"].as_array()?;
+    let mut workloads: Vec<String> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for r in runs {
+        let (s, w) = (r["system"].as_str()?.to_string(), r["workload"].as_str()?.to_string());
+        if !workloads.contains(&w) {
+            workloads.push(w);
+        }
+        if s != baseline && !names.contains(&s) {
+            names.push(s);
+        }
+    }
+    let systems = names
+        .into_iter()
+        .map(|name| {
+            let of = |w: &String, key: &str| {
+                runs.iter()
+                    .find(|r| r["system"] == name.as_str() && r["workload"] == w.as_str())
+                    .and_then(|r| r[key].as_f64())
+            };
+            let g = &v["geomean_vs_baseline"][&name];
+            SystemComparison {
+                speedup: workloads.iter().map(|w| of(w, "speedup_vs_baseline")).collect(),
+                perf_per_watt: workloads.iter().map(|w| of(w, "perf_per_watt_vs_baseline")).collect(),
+                geomean_speedup: g["speedup"].as_f64(),
+                geomean_perf_per_watt: g["perf_per_watt"].as_f64(),
+                name,
+            }
+        })
+        .collect();
+    Some(Comparison { baseline, workloads, systems })
+}
+
 /// The terminal table.
 pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
     let base = exp.file.report.baseline.clone().unwrap_or_default();

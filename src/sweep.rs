@@ -377,6 +377,11 @@ fn combine(dir: &Path, manifest: &Value) -> Result<bool, SweepError> {
     let path = dir.join("sweep-results.json");
     report::write_json(dir, "sweep-results.json", &all).map_err(|e| io(&path, e))?;
     report::write_file(dir, "sweep.csv", &csv(&results)).map_err(|e| io(&dir.join("sweep.csv"), e))?;
+    // The plot is a view of the results: one that cannot be drawn (an axis of strings) loses
+    // nothing, and `dae-sim plot` can redraw it.
+    if let Err(e) = crate::plot::sweep_lines(&all, dir) {
+        let _ = report::write_file(dir, "sweep-plot-error.txt", &format!("{e}\n"));
+    }
     Ok(true)
 }
 
