@@ -90,7 +90,10 @@ fn one_and_two_threads_give_identical_results() {
     assert!(t(4) < t(0), "3 cores {} vs 1 core {}", t(4), t(0));
     assert_eq!(points[5]["point"]["values"]["system.dae.cores"], 3);
     let svg = std::fs::read_to_string(dir.join("one").join("sweep.svg")).unwrap();
-    assert!(svg.contains("Throughput against system.dae.cores") && svg.contains("dae emb-small"), "sweep.svg");
+    assert!(
+        svg.contains("Throughput against system.dae.cores") && svg.contains("dae emb-small"),
+        "sweep.svg"
+    );
     let csv = std::fs::read_to_string(dir.join("one").join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 7, "{csv}");
     assert!(
