@@ -122,11 +122,14 @@ pub fn sweep_lines(results: &serde_json::Value, dir: &Path) -> Result<std::path:
         .map(|a| a.iter().filter_map(|k| k.as_str().map(String::from)).collect())
         .unwrap_or_default();
     let x_axis = axes.first().ok_or("the sweep has no axis")?.clone();
+    // In a product, the other axes' values tell lines apart; zipped axes move with the first.
+    let split = results["sweep"]["mode"].as_str() != Some("zip");
     let mut lines: Vec<Line> = Vec::new();
     for p in points {
         let Some(x) = p["point"]["values"][&x_axis].as_f64() else { continue };
         let others: Vec<String> = axes[1..]
             .iter()
+            .filter(|_| split)
             .map(|k| format!("{}={}", k.rsplit('.').next().unwrap_or(k), p["point"]["values"][k]))
             .collect();
         for run in p["runs"].as_array().into_iter().flatten() {

@@ -130,6 +130,8 @@ pub struct Sweep {
     pub experiments: Vec<Experiment>,
     /// Where results go.
     pub out_dir: PathBuf,
+    /// How the axes combine.
+    pub mode: SweepMode,
 }
 
 /// The document path an axis key names: `system.<name>.rest` and `workload.<name>.rest` pick
@@ -238,13 +240,14 @@ impl Sweep {
             Some(o) => o.clone(),
             None => experiments[0].out_dir.join("sweep"),
         };
-        Ok(Sweep { path: path.to_path_buf(), points, experiments, out_dir })
+        Ok(Sweep { path: path.to_path_buf(), points, experiments, out_dir, mode: section.mode })
     }
 
     /// The manifest: what identifies the sweep's points (config, axes, values).
     pub fn manifest(&self) -> Value {
         json!({
             "config": self.path.display().to_string(),
+            "mode": match self.mode { SweepMode::Product => "product", SweepMode::Zip => "zip" },
             "points": self.points.iter().map(Point::to_json).collect::<Vec<_>>(),
         })
     }
