@@ -172,9 +172,9 @@ pub fn sweep_lines(results: &serde_json::Value, dir: &Path) -> Result<std::path:
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (top, bottom) = root.split_vertically(410);
     let rates: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1).chain(l.bound)).collect();
-    let y_hi = rates.iter().copied().fold(0.0f64, f64::max) * 1.15 / 1e9;
+    let y_hi = rates.iter().copied().fold(0.0f64, f64::max) * 1.3 / 1e9;
     let lat: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [p.2, p.3])).collect();
-    let lat_hi = lat.iter().copied().fold(0.0f64, f64::max) * 1.15;
+    let lat_hi = lat.iter().copied().fold(0.0f64, f64::max) * 1.4;
     let x_name = x_axis.clone();
     // A wide axis (powers of two, as outstanding requests) is drawn in log2: positions are
     // log2(x), labels the values.
@@ -184,7 +184,7 @@ pub fn sweep_lines(results: &serde_json::Value, dir: &Path) -> Result<std::path:
         if log_x { format!("{}", (2f64.powf(*v) * 100.0).round() / 100.0) } else { format!("{v}") }
     };
     macro_rules! panel {
-        ($area:expr, $x:expr, $title:expr, $ydesc:expr, $yr:expr, $draw:expr) => {{
+        ($area:expr, $x:expr, $title:expr, $ydesc:expr, $yr:expr, $draw:expr, $legend:expr) => {{
             let mut chart = ChartBuilder::on($area)
                 .caption($title, ("sans-serif", 20))
                 .margin(12)
@@ -204,7 +204,7 @@ pub fn sweep_lines(results: &serde_json::Value, dir: &Path) -> Result<std::path:
                 .configure_series_labels()
                 .border_style(BLACK)
                 .background_style(WHITE.mix(0.9))
-                .position(SeriesLabelPosition::LowerRight)
+                .position($legend)
                 .draw()
                 .map_err(|e| err(&e))?;
         }};
@@ -255,8 +255,9 @@ pub fn sweep_lines(results: &serde_json::Value, dir: &Path) -> Result<std::path:
         }
         Ok(())
     };
-    panel!(&top, xl..xh, title_t, "G lookups/s", 0.0..y_hi, throughput);
-    panel!(&bottom, xl..xh, title_l, "latency (ns)", 0.0..lat_hi, latency);
+    // Throughput rises to the right, so its legend goes top left, under the bound's line.
+    panel!(&top, xl..xh, title_t, "G lookups/s", 0.0..y_hi, throughput, SeriesLabelPosition::UpperLeft);
+    panel!(&bottom, xl..xh, title_l, "latency (ns)", 0.0..lat_hi, latency, SeriesLabelPosition::UpperMiddle);
     root.present().map_err(|e| err(&e))?;
     drop(root);
     Ok(dir.join("sweep.svg"))

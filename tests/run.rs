@@ -205,7 +205,9 @@ fn every_shipped_experiment_config_loads() {
             "h100-vs-dae",
             "motivation-latency",
             "motivation-mlp",
+            "sweep-cores",
             "sweep-mlp",
+            "sweep-queue-depth",
         ]
     );
     // The speed benchmark is the one the issue names: the DAE chip at 8 cores, RM2 at batch 256.
