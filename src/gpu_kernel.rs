@@ -69,12 +69,12 @@ pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel 
             }
         }
         (None, Some(edges)) if spec.op == Op::GnnScatter => {
-            let out = Streams::new(spec, all_tables, edges.len() as u64, 8).output;
+            // Destination rows as offsets into the outputs, placed once the streams are laid out.
             let mut targets = Vec::with_capacity(edges.len());
             for chunk in edges.chunks(SCATTER_GROUP) {
                 for &(u, v) in chunk {
                     rows.push(table(0, u64::from(u)));
-                    targets.push(out + u64::from(v) * spec.out_row_bytes());
+                    targets.push(u64::from(v) * spec.out_row_bytes());
                 }
                 bag_offsets.push(rows.len() as u32);
             }
@@ -99,6 +99,9 @@ pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel 
     }
     let index_bytes = if inst.weights.is_some() { 12 } else { 8 };
     let at = Streams::new(spec, all_tables, rows.len() as u64, index_bytes);
+    if let Some(targets) = &mut scatter {
+        targets.iter_mut().for_each(|t| *t += at.output);
+    }
     let flops_per_row = match &spec.tt {
         Some(tt) => {
             let (d, r) = ([0, 1, 2].map(|c| tt.factor(c).1), u64::from(tt.rank));

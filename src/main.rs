@@ -299,11 +299,13 @@ fn run(args: &RunArgs) -> Result<bool> {
         }
     });
     print!("{}", report::table(&exp, &outcomes));
-    let path = report::write_json(&exp.out_dir, "results.json", &report::json(&exp, &outcomes))
+    let results = report::json(&exp, &outcomes);
+    let path = report::write_json(&exp.out_dir, "results.json", &results)
         .with_context(|| format!("writing results into {}", exp.out_dir.display()))?;
     report::write_file(&exp.out_dir, "results.csv", &report::csv(&exp, &outcomes))
         .with_context(|| format!("writing results.csv into {}", exp.out_dir.display()))?;
-    if let Some(c) = report::comparison(&exp, &outcomes) {
+    // The plot reads the figures just written, as `dae-sim plot` reads them back later.
+    if let Some(c) = report::comparison_from_json(&results) {
         let svg = exp.out_dir.join("speedup.svg");
         dae_sim::plot::speedup_bars(&c, &svg).map_err(|e| anyhow!("plotting: {e}"))?;
     }

@@ -123,37 +123,8 @@ pub struct SystemComparison {
     pub geomean_perf_per_watt: Option<f64>,
 }
 
-/// The comparison of `all` against the experiment's baseline (`None` without one).
-pub fn comparison(exp: &Experiment, all: &[Outcome]) -> Option<Comparison> {
-    let baseline = exp.file.report.baseline.clone()?;
-    let mut workloads: Vec<String> = Vec::new();
-    for o in all {
-        if !workloads.contains(&o.workload) {
-            workloads.push(o.workload.clone());
-        }
-    }
-    let systems = geomeans(exp, all)
-        .into_iter()
-        .map(|(name, gs, gp)| {
-            let of = |w: &String, f: &dyn Fn(&Outcome) -> Option<f64>| {
-                all.iter().find(|o| o.system == name && &o.workload == w).and_then(f)
-            };
-            SystemComparison {
-                speedup: workloads.iter().map(|w| of(w, &|o| speedup(exp, all, o))).collect(),
-                perf_per_watt: workloads
-                    .iter()
-                    .map(|w| of(w, &|o| perf_per_watt_ratio(exp, all, o)))
-                    .collect(),
-                name,
-                geomean_speedup: gs,
-                geomean_perf_per_watt: gp,
-            }
-        })
-        .collect();
-    Some(Comparison { baseline, workloads, systems })
-}
-
-/// The comparison of a saved `results.json` (`None` without a baseline).
+/// The comparison in `results.json`'s figures (`None` without a baseline): one reading serves the
+/// run that wrote them and `dae-sim plot` later.
 pub fn comparison_from_json(v: &Value) -> Option<Comparison> {
     let baseline = v["baseline"].as_str()?.to_string();
     let runs = v["runs"].as_array()?;

@@ -387,6 +387,10 @@ fn default_noc() -> CrossbarConfig {
     }
 }
 
+/// A cache to build: name, id, downstream links (request out, response in), configuration,
+/// and the banks that interleave its lines (1 for a private cache).
+type CacheToBuild = (String, ComponentId, (LinkId, LinkId), CacheConfig, u32);
+
 /// Links built while wiring a system: who sends to whom, before the components exist.
 #[derive(Default)]
 struct Wiring {
@@ -461,8 +465,8 @@ pub fn run(
 
     // The shared side: the network and the LLC banks, each bank with its own memory port.
     let mut shared_entry = mem;
-    // Every cache to build: name, id, downstream (request out, response in), configuration.
-    let mut caches: Vec<(String, ComponentId, (LinkId, LinkId), CacheConfig)> = Vec::new();
+    // Every cache to build (see `CacheToBuild`).
+    let mut caches: Vec<CacheToBuild> = Vec::new();
     // The network's downstream ports, in bank order.
     let mut noc_down = Vec::new();
     if let Some(llc) = &sys.caches.llc {
@@ -474,7 +478,7 @@ pub fn run(
             let name = format!("llc{b}");
             let down = wiring.connect(&mut e, bank, mem, &name, link)?;
             noc_down.push(wiring.connect(&mut e, xbar, bank, &format!("noc.to_{name}"), link)?);
-            caches.push((name, bank, down, llc.clone()));
+            caches.push((name, bank, down, llc.clone(), n));
         }
     }
 
@@ -508,7 +512,7 @@ pub fn run(
             let next = ids.get(k + 1).copied().unwrap_or(shared_entry);
             let cname = format!("{name}.{level}");
             let down = wiring.connect(&mut e, ids[k], next, &cname, link)?;
-            caches.push((cname, ids[k], down, (*cfg).clone()));
+            caches.push((cname, ids[k], down, (*cfg).clone(), 1));
         }
         let mut queue = None;
         if let (Some(spec), Some(program)) = (sys.access_unit, &job.au) {
@@ -548,13 +552,13 @@ pub fn run(
         cores.push((name, core));
     }
 
-    for (name, id, (down_req, down_resp), cfg) in &caches {
+    for (name, id, (down_req, down_resp), cfg, banks) in &caches {
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
         let mut cache =
             Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|err| build_err(name, err))?;
-        if name.starts_with("llc") {
-            // LLC banks interleave lines: each indexes its sets above the bank bits.
-            cache = cache.interleaved(noc_down.len() as u32);
+        if *banks > 1 {
+            // Banks interleave lines: each indexes its sets above the bank bits.
+            cache = cache.interleaved(*banks);
         }
         e.install(*id, Node::Cache(cache))?;
     }
@@ -690,7 +694,7 @@ fn activity(
     time_ps: Tick,
     cores: &[(String, ComponentId)],
     units: &[(String, ComponentId)],
-    caches: &[(String, ComponentId, (LinkId, LinkId), CacheConfig)],
+    caches: &[CacheToBuild],
     mem: ComponentId,
     sys: &DaeSystem,
 ) -> crate::power::Activity {
@@ -720,7 +724,7 @@ fn activity(
             _ => {}
         }
     }
-    for (name, id, _, _) in caches {
+    for (name, id, ..) in caches {
         let Some(Node::Cache(c)) = e.component(*id) else { continue };
         let level = if name.ends_with(".l1d") {
             &mut a.l1d

@@ -23,23 +23,8 @@ fn gather(bags: u64, per: u64, dim: u32, footprint: u64, flops_per_row: u64) -> 
         x ^= x << 17;
         x % slots * row
     };
-    let rows: Vec<u64> = (0..bags * per).map(|_| next()).collect();
-    let streams = 1 << 36;
-    GatherKernel {
-        bag_offsets: (0..=bags).map(|b| (b * per) as u32).collect(),
-        rows,
-        row_bytes: row as u32,
-        dim,
-        index_bytes: 8,
-        index_base: streams,
-        offsets_base: streams + (1 << 32),
-        output_base: streams + (2 << 32),
-        output_bytes: row as u32,
-        scatter: None,
-        flops_per_row,
-        bypass_l1: false,
-        row_unroll: None,
-    }
+    let bags = (0..bags).map(|_| (0..per).map(|_| next()).collect()).collect();
+    GatherKernel { flops_per_row, ..GatherKernel::from_bags(bags, dim, 1 << 36) }
 }
 
 fn run(gpu: &GpuSim, k: GatherKernel) -> gpu_model::SimRun {

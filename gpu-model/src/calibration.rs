@@ -52,27 +52,7 @@ const CHASE_STRIDE: u64 = 1 << 20;
 const STREAMS: u64 = 1 << 36;
 
 fn kernel(bags: Vec<Vec<u64>>, dim: u32) -> GatherKernel {
-    let mut bag_offsets = vec![0u32];
-    let mut rows = Vec::new();
-    for b in bags {
-        rows.extend(b);
-        bag_offsets.push(rows.len() as u32);
-    }
-    GatherKernel {
-        bag_offsets,
-        rows,
-        row_bytes: dim * 4,
-        dim,
-        index_bytes: 8,
-        index_base: STREAMS,
-        offsets_base: STREAMS + (1 << 32),
-        output_base: STREAMS + (2 << 32),
-        output_bytes: dim * 4,
-        scatter: None,
-        flops_per_row: 2 * u64::from(dim),
-        bypass_l1: false,
-        row_unroll: None,
-    }
+    GatherKernel::from_bags(bags, dim, STREAMS)
 }
 
 /// A 64-bit mix (splitmix64's finaliser): deterministic pseudo-random rows.
@@ -164,21 +144,6 @@ pub fn run(gpu: &GpuSim, scale: Scale, seeds: &SeedTree) -> Result<Calibration, 
     let mut k = kernel(gather, 32);
     k.bypass_l1 = true;
     let r = go(bench, k, seeds)?;
-    if std::env::var("GPU_CAL_DEBUG").is_ok() {
-        let q = |x| r.latency.value_at_quantile(x) / 1000;
-        eprintln!(
-            "l2g: l1 {}/{} l2 hits {} acc {} q10 {} q50 {} q90 {} time {} sm {:?}",
-            r.l1_hits,
-            r.l1_accesses,
-            r.activity.l2_hits,
-            r.l2_accesses,
-            q(0.1),
-            q(0.5),
-            q(0.9),
-            r.time,
-            r.sms
-        );
-    }
     let l2_gather = bandwidth(&r, bags * per * 128);
 
     // Loaded latency: random 128 B rows over 32 GiB, 16 rows per bag; the load grows with the

@@ -75,6 +75,33 @@ pub enum KernelError {
 }
 
 impl GatherKernel {
+    /// A plain f32 gather: `bags[b]` lists bag `b`'s row addresses, rows of `dim` values, 8 B
+    /// indices, one pooled row out per bag, 2 flops per element; the index, offset and output
+    /// streams at `streams`, 4 GiB apart.
+    pub fn from_bags(bags: Vec<Vec<u64>>, dim: u32, streams: u64) -> Self {
+        let mut bag_offsets = vec![0u32];
+        let mut rows = Vec::new();
+        for b in bags {
+            rows.extend(b);
+            bag_offsets.push(rows.len() as u32);
+        }
+        GatherKernel {
+            bag_offsets,
+            rows,
+            row_bytes: dim * 4,
+            dim,
+            index_bytes: 8,
+            index_base: streams,
+            offsets_base: streams + (1 << 32),
+            output_base: streams + (2 << 32),
+            output_bytes: dim * 4,
+            scatter: None,
+            flops_per_row: 2 * u64::from(dim),
+            bypass_l1: false,
+            row_unroll: None,
+        }
+    }
+
     /// Checks the CSR structure and sizes.
     pub fn validate(&self) -> Result<(), KernelError> {
         let rows = self.rows.len();
@@ -163,27 +190,17 @@ impl GatherKernel {
 mod tests {
     use super::*;
 
-    pub(crate) fn kernel(dim: u32, bags: &[u32]) -> GatherKernel {
-        let mut bag_offsets = vec![0];
-        for &n in bags {
-            bag_offsets.push(bag_offsets.last().unwrap() + n);
-        }
-        let rows = (0..*bag_offsets.last().unwrap() as u64).map(|r| r * 4096).collect();
-        GatherKernel {
-            bag_offsets,
-            rows,
-            row_bytes: dim * 4,
-            dim,
-            index_bytes: 8,
-            index_base: 1 << 40,
-            offsets_base: 2 << 40,
-            output_base: 3 << 40,
-            output_bytes: dim * 4,
-            scatter: None,
-            flops_per_row: 2 * u64::from(dim),
-            bypass_l1: false,
-            row_unroll: None,
-        }
+    fn kernel(dim: u32, bags: &[u32]) -> GatherKernel {
+        let mut next = 0u64;
+        let bags = bags
+            .iter()
+            .map(|&n| {
+                let rows = (next..next + u64::from(n)).map(|r| r * 4096).collect();
+                next += u64::from(n);
+                rows
+            })
+            .collect();
+        GatherKernel::from_bags(bags, dim, 1 << 40)
     }
 
     #[test]

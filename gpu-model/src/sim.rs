@@ -191,6 +191,8 @@ pub fn run(
     let (sms, banks, parts) = (g.sms, s.l2.banks, s.l2.partitions);
     let dram = e.reserve();
     let xbar = e.reserve();
+    // Every cache: name, id, downstream links, configuration, banks interleaving its lines (1
+    // for an L1), and whether it is an L2 slice.
     let mut caches = Vec::new();
     let mut xbar_down = Vec::new();
     for b in 0..banks {
@@ -198,7 +200,7 @@ pub fn run(
         let name = format!("l2.slice{b}");
         let down = wiring.connect(&mut e, (bank, dram), &name, clock, s.dram_link_cycles, 256)?;
         xbar_down.push(wiring.connect(&mut e, (xbar, bank), &format!("xbar.to_{b}"), clock, 1, 256)?);
-        caches.push((name, bank, down, &s.l2.bank));
+        caches.push((name, bank, down, &s.l2.bank, banks, true));
     }
     let blocks_per_sm = s.blocks_per_sm(g);
     let blocks = kernel.blocks(s.kernel.threads_per_block);
@@ -211,7 +213,7 @@ pub fn run(
         let (req, resp) = wiring.connect(&mut e, (sm, l1), &name, clock, 1, 64)?;
         let l1_name = format!("{name}.l1");
         let down = wiring.connect(&mut e, (l1, xbar), &l1_name, clock, 1, 64)?;
-        caches.push((l1_name, l1, down, &s.l1));
+        caches.push((l1_name, l1, down, &s.l1, 1, false));
         let p = SmParams {
             index: i,
             sms,
@@ -229,11 +231,11 @@ pub fn run(
         e.install(sm, GpuNode::Sm(unit)).map_err(|x| build(&name, x))?;
         sm_ids.push(sm);
     }
-    for (name, id, (down_req, down_resp), cfg) in &caches {
+    for (name, id, (down_req, down_resp), cfg, banks, _) in &caches {
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
         let mut c = Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|x| build(name, x))?;
-        if name.starts_with("l2.") {
-            c = c.interleaved(banks);
+        if *banks > 1 {
+            c = c.interleaved(*banks);
         }
         e.install(*id, GpuNode::Cache(c)).map_err(|x| build(name, x))?;
     }
@@ -297,10 +299,10 @@ pub fn run(
         }
     }
     let (mut l1_hits, mut l1_accesses, mut l2_accesses, mut l2_hits, mut l2_sectors) = (0, 0, 0, 0, 0);
-    for (name, id, _, _) in &caches {
+    for (_, id, _, _, _, l2) in &caches {
         if let Some(GpuNode::Cache(c)) = e.component(*id) {
             let k = c.counters();
-            if name.starts_with("l2.") {
+            if *l2 {
                 l2_accesses += k.reads + k.writes;
                 l2_hits += k.hits;
             } else {
