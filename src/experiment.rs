@@ -786,6 +786,8 @@ pub struct Measured {
     pub stats: Option<serde_json::Value>,
     /// Memory-level parallelism and latency profile (cycle-level runs).
     pub mlp: Option<MlpProfile>,
+    /// Where the cores' and access units' time went (cycle-level DAE and CPU runs).
+    pub breakdown: Option<crate::breakdown::TimeBreakdown>,
     /// The simulated output tensor, `bags x dim` f32 row-major (cycle-level runs; the analytic
     /// GPU model computes none). Not part of results.json: `--dump-outputs` writes it.
     pub outputs: Option<Vec<f32>>,
@@ -822,6 +824,7 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         events: r.events,
         stats: Some(r.stats),
         mlp,
+        breakdown: Some(r.breakdown),
         outputs: Some(r.outputs),
         analytic_time: None,
         dense_time: None,
@@ -984,6 +987,7 @@ fn run_gpu(
             events: 0,
             stats: None,
             mlp: None,
+            breakdown: None,
             outputs: None,
             analytic_time: None,
             dense_time: None,
@@ -1004,6 +1008,7 @@ fn run_gpu(
         events: r.events,
         stats: None,
         mlp: None,
+        breakdown: None,
         outputs: None,
         analytic_time: Some(analytic.time),
         dense_time: None,

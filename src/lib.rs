@@ -2,9 +2,11 @@
 //!
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
 //! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
-//! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]) and `.npy` index traces ([`npy_read`]). The hardware
+//! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]), where the time went
+//! ([`breakdown`]) and `.npy` index traces ([`npy_read`]). The hardware
 //! models live in the workspace crates below it.
 
+pub mod breakdown;
 pub mod config;
 pub mod dense;
 pub mod dump;

@@ -228,6 +228,7 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
     t.push_str(&end_to_end_table(exp, all));
     t.push_str(&energy_table(all));
     t.push_str(&mlp_table(all));
+    t.push_str(&breakdown_table(all));
     if exp.file.report.steps {
         t.push_str(&steps_table(all));
     }
@@ -481,6 +482,50 @@ fn mlp_table(all: &[Outcome]) -> String {
     )
 }
 
+/// Where the cycle-level runs' time went (empty when there are none).
+fn breakdown_table(all: &[Outcome]) -> String {
+    let mut rows = vec![
+        [
+            "system",
+            "workload",
+            "dispatch",
+            "memory",
+            "q empty",
+            "mispred",
+            "done",
+            "| AU work",
+            "storage",
+            "req limit",
+            "q full",
+            "done",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let pct = |v: f64| format!("{:.0}%", 100.0 * v);
+    for o in all {
+        let Ok(Measured { breakdown: Some(b), .. }) = &o.result else { continue };
+        let c = &b.core;
+        let mut row = vec![o.system.clone(), o.workload.clone()];
+        row.extend([c.dispatching, c.memory, c.queue_empty, c.mispredict, c.done].map(pct));
+        match &b.access_unit {
+            Some(a) => {
+                row.push(format!("| {}", pct(a.working)));
+                row.extend([a.storage_full, a.request_limit, a.queue_full, a.done].map(pct));
+            }
+            None => row.extend(["| -", "-", "-", "-", "-"].map(String::from)),
+        }
+        rows.push(row);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    format!(
+        "\nWhere the time went (shares of the run, averaged over the cores and over the access units):\n{}",
+        layout(&rows)
+    )
+}
+
 /// The JSON form of a memory-level-parallelism profile.
 fn mlp_json(p: &MlpProfile) -> Value {
     json!({
@@ -541,6 +586,9 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                     v["events"] = json!(m.events);
                     if let Some(p) = &m.mlp {
                         v["memory_level_parallelism"] = mlp_json(p);
+                    }
+                    if let Some(b) = &m.breakdown {
+                        v["time_breakdown"] = json!(b);
                     }
                     if let Some(s) = &m.stats {
                         v["stats"] = s.clone();

@@ -305,6 +305,8 @@ pub struct RunResult {
     pub stats: serde_json::Value,
     /// Event counts summed over the chip: the energy model's inputs.
     pub activity: crate::power::Activity,
+    /// Where the cores' and access units' time went.
+    pub breakdown: crate::breakdown::TimeBreakdown,
 }
 
 /// Why a run could not produce a result.
@@ -645,16 +647,21 @@ pub fn run(
     // The workload's lookups, however the program fetches them (whole rows or chunks).
     let lookups = w.instance.indices.len() as u64;
     let (mut issued_requests, mut instructions, mut au_requests) = (0, 0, 0);
+    let mut breakdown = crate::breakdown::BreakdownBuilder::new(summary.end_tick);
     for (_, id) in cores.iter().chain(&units) {
         match e.component(*id) {
             Some(Node::Core(c)) => {
                 issued_requests += c.counters().mem_requests;
                 instructions += c.counters().instructions;
+                breakdown.add_core(&sys.core.clock, &c.counters(), c.finish_tick());
             }
             Some(Node::Au(u)) => {
                 let c = u.counters();
                 issued_requests += c.requests + c.write_requests;
                 au_requests += c.requests;
+                if let Some(a) = &sys.access_unit {
+                    breakdown.add_unit(&a.unit.clock, &c);
+                }
             }
             _ => {}
         }
@@ -685,6 +692,7 @@ pub fn run(
         events: summary.events,
         stats: stats.to_json(),
         activity,
+        breakdown: breakdown.finish(),
     })
 }
 

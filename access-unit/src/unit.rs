@@ -217,15 +217,22 @@ pub struct AuCounters {
     pub chunks_flushed: u64,
     /// Lane slots left idle by masked tails of lockstep steps.
     pub masked_lanes: u64,
-    /// Cycles some layer could not spawn an iteration because its stream storage was full.
+    /// Cycles some layer could not spawn an iteration because its stream storage was full
+    /// (and neither later cause held: the three stall counts are disjoint).
     pub storage_stall_cycles: u64,
-    /// Cycles requests waited because `max_outstanding` were in flight.
+    /// Cycles requests waited because `max_outstanding` were in flight (and the output queue
+    /// had room).
     pub outstanding_stall_cycles: u64,
     /// Cycles an event waited because no output-queue chunk was free.
     pub outq_stall_cycles: u64,
+    /// Element loads (`ite`, `mem`) served from their stream's line buffer: the line they
+    /// needed was the one the stream had just requested.
+    pub line_reuses: u64,
 }
 
 const NO_PARENT: u64 = u64::MAX;
+/// No iteration (an empty sharer chain).
+const NO_SEQ: u64 = u64::MAX;
 /// Request ids: level (8 bits) | local stream (8 bits) | iteration seq (48 bits); queue writes
 /// use this level tag with the chunk's sequence number.
 const WRITE_TAG: u64 = 0xff;
@@ -250,6 +257,10 @@ struct Iteration {
     lines_total: [u16; MAX_STREAMS_PER_TU],
     lines_issued: [u16; MAX_STREAMS_PER_TU],
     lines_left: [u16; MAX_STREAMS_PER_TU],
+    /// Per stream: the next iteration waiting for the line this one's request brings (a chain
+    /// through the window, see [`LineBuffer`]), and the chain's last link.
+    sharer_next: [u64; MAX_STREAMS_PER_TU],
+    sharer_tail: [u64; MAX_STREAMS_PER_TU],
     started: u32,
     ready: u32,
     pre_emitted: u8,
@@ -275,6 +286,8 @@ impl Iteration {
             lines_total: [0; MAX_STREAMS_PER_TU],
             lines_issued: [0; MAX_STREAMS_PER_TU],
             lines_left: [0; MAX_STREAMS_PER_TU],
+            sharer_next: [NO_SEQ; MAX_STREAMS_PER_TU],
+            sharer_tail: [NO_SEQ; MAX_STREAMS_PER_TU],
             started: 0,
             ready: 0,
             pre_emitted: 0,
@@ -288,8 +301,27 @@ impl Iteration {
     }
 }
 
+/// The last line an element stream (`ite`, `mem`) requested: a later element of the same
+/// stream in the same line takes its value from here instead of requesting the line again, as
+/// a stream unit reading consecutive 4-byte elements fetches each line once.
+#[derive(Debug, Clone, Copy)]
+struct LineBuffer {
+    /// Line address (`u64::MAX`: empty).
+    line: u64,
+    /// The iteration whose request brings the line.
+    owner: u64,
+    /// Whether the line has arrived.
+    arrived: bool,
+}
+
+impl LineBuffer {
+    const EMPTY: LineBuffer = LineBuffer { line: u64::MAX, owner: NO_SEQ, arrived: false };
+}
+
 /// One layer: its streams, its window of live iterations and its per-lane issue queues.
 struct Level {
+    /// Per stream: the line it last requested (element streams only).
+    line_buffers: [LineBuffer; MAX_STREAMS_PER_TU],
     /// Global ids of this level's streams, in configuration order.
     streams: Vec<u8>,
     all_ready: u32,
@@ -495,6 +527,7 @@ impl<M> AccessUnit<M> {
             let mut pre = cbs(l, Event::Iter);
             pre.extend(cbs(l + 1, Event::Begin));
             levels.push(Level {
+                line_buffers: [LineBuffer::EMPTY; MAX_STREAMS_PER_TU],
                 all_ready: if streams.len() >= 32 { u32::MAX } else { (1u32 << streams.len()) - 1 },
                 streams,
                 lanes,
@@ -755,6 +788,33 @@ impl<M> AccessUnit<M> {
             it.lines_total[k] = lines;
             it.lines_left[k] = lines;
             it.started |= 1 << k;
+            let element = !matches!(kind, StreamKind::Row { .. }) && lines == 1;
+            let buffer = lev.line_buffers[k];
+            if element && buffer.line == addr / line {
+                self.counters.line_reuses += 1;
+                if buffer.arrived {
+                    it.lines_left[k] = 0;
+                    it.ready |= 1 << k;
+                } else if let Some(owner) =
+                    buffer.owner.checked_sub(lev.head_seq).and_then(|i| lev.window.get(i as usize))
+                {
+                    // Join the owner's chain of sharers: its response readies them all.
+                    let tail = owner.sharer_tail[k];
+                    let oi = (buffer.owner - lev.head_seq) as usize;
+                    lev.window[oi].sharer_tail[k] = seq;
+                    if tail == NO_SEQ {
+                        lev.window[oi].sharer_next[k] = seq;
+                    } else if let Some(t) =
+                        tail.checked_sub(lev.head_seq).and_then(|i| lev.window.get_mut(i as usize))
+                    {
+                        t.sharer_next[k] = seq;
+                    }
+                }
+                continue;
+            }
+            if element {
+                lev.line_buffers[k] = LineBuffer { line: addr / line, owner: seq, arrived: false };
+            }
             lev.issue[lane].push_back((seq, k as u8));
             lev.pending |= 1 << lane;
         }
@@ -1048,7 +1108,11 @@ where
         }
         it.ready |= 1 << k;
         let first = it.first_issue[k];
+        let sharer = it.sharer_next[k];
         let g = lev.streams[k] as usize;
+        if lev.line_buffers[k].owner == seq {
+            lev.line_buffers[k].arrived = true;
+        }
         if let StreamKind::Row { lookup: true, .. } = self.program.streams[g].kind {
             self.counters.lookups += 1;
             let (c, h, now) = (self.stats.lookups, self.stats.lookup_latency, ctx.now());
@@ -1058,6 +1122,22 @@ where
         }
         ctx.progress();
         self.evaluate(l, idx);
+        // The iterations that took this line from the stream's buffer while it was on its way
+        // (evaluating adds no iteration to the window, so the chain's positions hold).
+        let mut next = sharer;
+        while self.fault.is_none() {
+            let lev = &mut self.levels[l];
+            let Some(i) =
+                next.checked_sub(lev.head_seq).map(|i| i as usize).filter(|&i| i < lev.window.len())
+            else {
+                break;
+            };
+            let s = &mut lev.window[i];
+            s.lines_left[k] = 0;
+            s.ready |= 1 << k;
+            next = s.sharer_next[k];
+            self.evaluate(l, i);
+        }
     }
 
     /// Hands complete, written chunks to the core in order; a chunk's buffer frees once the
@@ -1320,7 +1400,13 @@ where
             return;
         }
         let outstanding_full = self.outstanding >= self.cfg.max_outstanding && self.issue_pending();
-        self.account_stalls(now, [self.storage_blocked, outstanding_full, self.outq_blocked]);
+        // One cause per cycle, the one furthest downstream first, so the causes add up (the
+        // time breakdown stacks them): a full output queue holds everything behind it, and a
+        // full request limit holds the storage that waits on it.
+        let queue_full = self.outq_blocked;
+        let limit = outstanding_full && !queue_full;
+        let storage = self.storage_blocked && !queue_full && !limit;
+        self.account_stalls(now, [storage, limit, queue_full]);
         // Only the per-cycle budgets hold us back: come back next cycle. Otherwise sleep until
         // a response arrives, the output queue or request link frees a slot, or a flush is due.
         let issue_capped = self.issued_this_cycle >= self.cfg.requests_per_cycle

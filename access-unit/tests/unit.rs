@@ -251,8 +251,10 @@ fn csr_traversal_with_chained_loads_emits_every_event_in_program_order() {
     let r = run(bag_program(5), image(offsets.clone(), indices.clone()), 128, 64, 1_000);
     assert_eq!(events(&r), expected_events(&offsets, &indices));
     assert_eq!(r.lookups, 10);
-    // offsets: 2 loads per bag (5 bags) + index and 4 row lines per lookup.
-    assert_eq!(r.requests, 10 + 10 * 5);
+    // Each element stream fetches each line once (the offsets' two streams and the index
+    // stream all fit one line), then 4 row lines per lookup.
+    assert_eq!(r.requests, 2 + 1 + 10 * 4);
+    assert_eq!(r.counters.line_reuses, 2 * 4 + 9, "the other elements came from the line buffers");
     assert!(r.max_in_flight <= 128);
 }
 
@@ -333,10 +335,31 @@ fn a_dense_loop_marshals_induction_and_loaded_values() {
     want.extend((3..10u64).map(|i| (5, vec![i, words[i as usize] as u64])));
     want.push((6, vec![]));
     assert_eq!(events(&r), want);
-    assert_eq!(r.requests, 7, "one line per element");
+    assert_eq!(r.requests, 1, "the seven words share one line, fetched once");
+    assert_eq!(r.counters.line_reuses, 6);
     // Every load overlaps: the whole loop takes about one memory round trip, not seven.
     assert!(r.end_tick < 2 * 100_000 + 50_000, "{} ps", r.end_tick);
     assert!(r.end_tick > 100_000, "{} ps", r.end_tick);
+}
+
+#[test]
+fn element_streams_fetch_each_line_once_whether_it_is_on_its_way_or_arrived() {
+    // 40 words over 3 lines, a slow consumer: early elements join a line in flight, later ones
+    // find it arrived in the buffer; either way the values are the memory's.
+    let p = parse(&format!(
+        ".au\ntu t0 = dense 0..40\ns0 = ite t0\ns1 = load.u32 [{DATA:#x} + s0 * 4] in t0\n\
+         on t0 iter -> 5 (s0, s1)\non t0 end -> 6\n"
+    ))
+    .unwrap();
+    let words: Vec<u32> = (0..40).map(|i| 7 * i + 1).collect();
+    for (outq, gap) in [(64, 0), (2, 50_000)] {
+        let r = run(p.clone(), dense_image(words.clone()), 16, outq, gap);
+        let mut want: Vec<_> = (0..40u64).map(|i| (5, vec![i, words[i as usize] as u64])).collect();
+        want.push((6, vec![]));
+        assert_eq!(events(&r), want, "outq {outq}, gap {gap}");
+        assert_eq!(r.requests, 3, "outq {outq}, gap {gap}: 160 bytes, 3 lines");
+        assert_eq!(r.counters.line_reuses, 37);
+    }
 }
 
 #[test]
@@ -360,9 +383,9 @@ fn an_indexed_traversal_reads_its_index_list_from_memory() {
         want.push((2, vec![]));
     }
     assert_eq!(events(&r), want);
-    // 6 index words plus 6 rows of 4 lines.
-    assert_eq!(r.requests, 6 + 6 * 4);
-    assert_eq!(r.counters.layer_requests[..2], [0, 30]);
+    // The 6 index words share one line, then 6 rows of 4 lines.
+    assert_eq!(r.requests, 1 + 6 * 4);
+    assert_eq!(r.counters.layer_requests[..2], [0, 25]);
 }
 
 #[test]
@@ -381,7 +404,9 @@ fn chained_indirection_row_addresses_come_from_loaded_indices() {
     assert!(r.end_tick > 3 * 100_000, "{} ps", r.end_tick);
     // Buffer operands are marshaled whole: the queue writes hold every row.
     assert!(r.bytes_written >= 5 * ROW, "{} bytes written", r.bytes_written);
-    assert_eq!(r.counters.layer_requests[..2], [4, 5 + 5 * 4]);
+    // One line per offsets stream and one for the indices: every element after the first in a
+    // line comes from its stream's line buffer.
+    assert_eq!(r.counters.layer_requests[..2], [2, 1 + 5 * 4]);
 }
 
 fn lockstep_program(n: u64, lanes: &str) -> AuProgram {
