@@ -449,6 +449,7 @@ fn mem(args: &MemArgs) -> Result<()> {
             bytes,
             in_flight: args.in_flight,
             seed: args.seed,
+            read_ratios: &mem_frontend::CURVE_READ_RATIOS,
         };
         let t0 = Instant::now();
         let curve = mem_frontend::latency_curve(&preset, &opts)?;
@@ -461,6 +462,9 @@ fn mem(args: &MemArgs) -> Result<()> {
         }
         let file = report::write_json(&args.out, "latency-curve.json", &value)
             .with_context(|| format!("writing latency-curve.json into {}", args.out.display()))?;
+        let figure = dae_sim::plot_bandwidth::from_curve(&preset, &curve, bytes);
+        dae_sim::plot_bandwidth::write_svg(&figure, &args.out.join("latency-curve.svg"))
+            .map_err(|e| anyhow!("plotting: {e}"))?;
         if !args.quiet {
             let requests = curve.requests();
             eprintln!(

@@ -810,6 +810,8 @@ pub struct CurveOptions {
     pub in_flight: Option<u32>,
     /// Master seed.
     pub seed: u64,
+    /// Fractions of reads, one curve each (`dae-sim mem --latency-curve`: [`CURVE_READ_RATIOS`]).
+    pub read_ratios: &'static [f64],
 }
 
 /// The read ratios of a sweep: 100% down to 50% reads.
@@ -843,7 +845,7 @@ pub struct CurvePoint {
 /// A loaded-latency sweep: the saturation bandwidth of each read ratio and the curve points.
 #[derive(Debug, Clone)]
 pub struct Curve {
-    /// (read ratio, bandwidth in GB/s at `--rate max`), in [`CURVE_READ_RATIOS`] order.
+    /// (read ratio, bandwidth in GB/s at `--rate max`), in the options' read-ratio order.
     pub saturation: Vec<(f64, f64)>,
     /// The points, read ratio by read ratio, light load first.
     pub points: Vec<CurvePoint>,
@@ -902,11 +904,14 @@ fn par_map<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) -> Vec<R> {
     slots.into_iter().flatten().collect()
 }
 
-/// Sweeps random traffic at each of [`CURVE_READ_RATIOS`]: first as fast as the memory accepts
+/// Sweeps random traffic at each of `opts.read_ratios`: first as fast as the memory accepts
 /// (the saturation bandwidth), then at `opts.points` injection rates from 5% to 125% of it.
 pub fn latency_curve(preset: &MemoryPreset, opts: &CurveOptions) -> Result<Curve, MemRunError> {
     if opts.points == 0 {
         return Err(MemRunError::Invalid { what: "--points", reason: "must be at least 1".into() });
+    }
+    if opts.read_ratios.is_empty() {
+        return Err(MemRunError::Invalid { what: "read ratios", reason: "none given".into() });
     }
     let bytes = f64::from(opts.bytes.max(1));
     let window_ns = preset.sweep_window_ps() as f64 / 1e3;
@@ -923,13 +928,13 @@ pub fn latency_curve(preset: &MemoryPreset, opts: &CurveOptions) -> Result<Curve
         message: "a sweep worker failed".into(),
     };
     let peak_per_ns = preset.peak_bytes_per_s / bytes / 1e9;
-    let saturation = par_map(&CURVE_READ_RATIOS, |&ratio| run_at(ratio, Rate::Max, count(peak_per_ns)));
-    if saturation.len() != CURVE_READ_RATIOS.len() {
+    let saturation = par_map(opts.read_ratios, |&ratio| run_at(ratio, Rate::Max, count(peak_per_ns)));
+    if saturation.len() != opts.read_ratios.len() {
         return Err(failed());
     }
     let mut sat = Vec::new();
     let mut jobs = Vec::new();
-    for (&ratio, r) in CURVE_READ_RATIOS.iter().zip(saturation) {
+    for (&ratio, r) in opts.read_ratios.iter().zip(saturation) {
         let gbps = r?.gb_per_s();
         sat.push((ratio, gbps));
         for i in 0..opts.points {

@@ -13,6 +13,7 @@ use crate::config::schema::{SweepMode, SweepSection};
 use crate::config::{ConfigError, Document};
 use crate::experiment::{self, Experiment, Overrides};
 use crate::report;
+use crate::sweep_memory::MemoryCurveSpec;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -132,6 +133,8 @@ pub struct Sweep {
     pub out_dir: PathBuf,
     /// How the axes combine.
     pub mode: SweepMode,
+    /// The memory curves to measure beside it.
+    pub memory_curve: Option<MemoryCurveSpec>,
 }
 
 /// The document path an axis key names: `system.<name>.rest` and `workload.<name>.rest` pick
@@ -218,6 +221,14 @@ impl Sweep {
             })?;
             resolved.push(p);
         }
+        let memory_curve = match &section.memory_curve {
+            Some(m) => Some(MemoryCurveSpec::resolve(m, path).map_err(|message| SweepError::Axis {
+                file: file.clone(),
+                key: "sweep.memory_curve".into(),
+                message,
+            })?),
+            None => None,
+        };
         let points = expand(&file, &section)?;
         let mut experiments = Vec::with_capacity(points.len());
         for p in &points {
@@ -240,16 +251,20 @@ impl Sweep {
             Some(o) => o.clone(),
             None => experiments[0].out_dir.join("sweep"),
         };
-        Ok(Sweep { path: path.to_path_buf(), points, experiments, out_dir, mode: section.mode })
+        Ok(Sweep { path: path.to_path_buf(), points, experiments, out_dir, mode: section.mode, memory_curve })
     }
 
     /// The manifest: what identifies the sweep's points (config, axes, values).
     pub fn manifest(&self) -> Value {
-        json!({
+        let mut m = json!({
             "config": self.path.display().to_string(),
             "mode": match self.mode { SweepMode::Product => "product", SweepMode::Zip => "zip" },
             "points": self.points.iter().map(Point::to_json).collect::<Vec<_>>(),
-        })
+        });
+        if let Some(c) = &self.memory_curve {
+            m["memory_curve"] = c.to_json();
+        }
+        m
     }
 
     fn point_file(dir: &Path, index: usize) -> PathBuf {
@@ -376,13 +391,25 @@ fn combine(dir: &Path, manifest: &Value) -> Result<bool, SweepError> {
         }
         results.push(read_json(&f)?);
     }
-    let all = json!({ "sweep": manifest, "points": results });
+    let mut all = json!({ "sweep": manifest, "points": results });
+    // The memory's curves are context for the plot: failing to measure them loses no result.
+    if let Some(spec) = MemoryCurveSpec::from_json(&manifest["memory_curve"]) {
+        match spec.curves(dir) {
+            Ok(c) => all["memory_curves"] = c,
+            Err(e) => eprintln!("warning: memory curves for the bandwidth-latency plot: {e}"),
+        }
+    }
     let path = dir.join("sweep-results.json");
     report::write_json(dir, "sweep-results.json", &all).map_err(|e| io(&path, e))?;
     report::write_file(dir, "sweep.csv", &csv(&results)).map_err(|e| io(&dir.join("sweep.csv"), e))?;
     // The plot is a view of the results: one that cannot be drawn (an axis of strings) loses
     // nothing, and `dae-sim plot` can redraw it.
     if let Err(e) = crate::plot::sweep_lines(&all, dir) {
+        let _ = report::write_file(dir, "sweep-plot-error.txt", &format!("{e}\n"));
+    }
+    if let Some(figure) = crate::plot_bandwidth::from_sweep(&all)
+        && let Err(e) = crate::plot_bandwidth::write_svg(&figure, &dir.join("bandwidth-latency.svg"))
+    {
         let _ = report::write_file(dir, "sweep-plot-error.txt", &format!("{e}\n"));
     }
     Ok(true)
@@ -507,17 +534,29 @@ mod tests {
             key: k.into(),
             values: v.iter().map(|&x| toml::Value::Integer(x)).collect(),
         };
-        let s =
-            SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4, 5])] };
+        let s = SweepSection {
+            mode: SweepMode::Product,
+            axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4, 5])],
+            ..Default::default()
+        };
         let p = expand("f", &s).unwrap();
         assert_eq!(p.len(), 6);
         assert_eq!(p[1].label(), "a=1, b=4");
         assert_eq!(p[3].label(), "a=2, b=3");
-        let z = SweepSection { mode: SweepMode::Zip, axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4])] };
+        let z = SweepSection {
+            mode: SweepMode::Zip,
+            axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4])],
+            ..Default::default()
+        };
         assert_eq!(expand("f", &z).unwrap()[1].label(), "a=2, b=4");
-        let bad = SweepSection { mode: SweepMode::Zip, axis: vec![axis("a", &[1, 2]), axis("b", &[3])] };
+        let bad = SweepSection {
+            mode: SweepMode::Zip,
+            axis: vec![axis("a", &[1, 2]), axis("b", &[3])],
+            ..Default::default()
+        };
         assert!(expand("f", &bad).unwrap_err().to_string().contains("sweep.axis[1].values"));
-        let empty = SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])] };
+        let empty =
+            SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])], ..Default::default() };
         assert!(expand("f", &empty).unwrap_err().to_string().contains("at least one value"));
     }
 }

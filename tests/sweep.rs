@@ -183,6 +183,16 @@ fn bad_sweeps_are_refused_before_any_point_runs() {
              [[sweep.axis]]\nkey = \"workload.emb-small.batch\"\nvalues = [8]\n",
             "as many values",
         ),
+        (
+            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1]\n\
+             [sweep.memory_curve]\nmemory = \"no-such-memory\"\n",
+            "sweep.memory_curve",
+        ),
+        (
+            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1]\n\
+             [sweep.memory_curve]\nmemory = \"hbm2\"\nrequests = []\n",
+            "at least one request size",
+        ),
     ];
     for (axes, want) in cases {
         let cfg = sweep_config(&dir, axes);
@@ -198,4 +208,37 @@ fn bad_sweeps_are_refused_before_any_point_runs() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--shard 3/2"), "{err}");
+}
+
+#[test]
+fn memory_curves_are_measured_once_and_drawn_with_the_operating_points() {
+    let dir = temp_dir("sweep-curves");
+    let axes = "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n\
+                [sweep.memory_curve]\nmemory = \"hbm2\"\nrequests = [\"64B\"]\npoints = 3\n";
+    let cfg = sweep_config(&dir, axes);
+    let out = dir.join("out");
+    let o = run(&cfg, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let all: serde_json::Value = serde_json::from_str(&results(&out)).unwrap();
+    let curves = all["memory_curves"].as_array().expect("the results carry the curves");
+    assert_eq!(curves.len(), 1);
+    assert_eq!(curves[0]["label"], "random 64 B reads");
+    let points = curves[0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    // Light load first: more offered load, more bandwidth, and latency does not fall.
+    let (bw, lat): (Vec<f64>, Vec<f64>) =
+        points.iter().map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap())).unzip();
+    assert!(bw[0] < bw[1] && bw[1] < bw[2], "{bw:?}");
+    assert!(lat[0] <= lat[2], "{lat:?}");
+    let svg = std::fs::read_to_string(out.join("bandwidth-latency.svg")).unwrap();
+    for text in ["random 64 B reads", "dae emb-small (operating points)", "achieved bandwidth (GB/s)"] {
+        assert!(svg.contains(text), "{text} missing from bandwidth-latency.svg");
+    }
+    // A resumed sweep takes the curves from memory-curves.json instead of measuring them again.
+    let cache = out.join("memory-curves.json");
+    let before = std::fs::metadata(&cache).unwrap().modified().unwrap();
+    let o = run(&cfg, &out, &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::metadata(&cache).unwrap().modified().unwrap(), before);
+    assert_eq!(results(&out), serde_json::to_string_pretty(&all).unwrap() + "\n");
 }

@@ -37,7 +37,7 @@ pub struct ExperimentFile {
 /// key = "system.dae.access_unit.outq_entries"   # system.<name>.…, workload.<name>.…, or a path
 /// values = [2, 4, 8, 16, 32]
 /// ```
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSection {
     /// How the axes combine.
@@ -46,6 +46,32 @@ pub struct SweepSection {
     /// The axes, in order (the first varies slowest in a product).
     #[serde(default)]
     pub axis: Vec<SweepAxis>,
+    /// The memory's loaded-latency curves to measure beside the sweep (see
+    /// [`crate::sweep_memory`]).
+    #[serde(default)]
+    pub memory_curve: Option<MemoryCurveSection>,
+}
+
+/// `[sweep.memory_curve]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryCurveSection {
+    /// The memory: a file relative to the config, or a preset name in `configs/memory/`.
+    pub memory: String,
+    /// Request sizes, one curve each.
+    #[serde(default = "default_curve_requests")]
+    pub requests: Vec<sim_core::ByteSize>,
+    /// Injection rates per curve.
+    #[serde(default = "default_curve_points")]
+    pub points: u32,
+}
+
+fn default_curve_requests() -> Vec<sim_core::ByteSize> {
+    vec![sim_core::ByteSize::from_bytes(64)]
+}
+
+fn default_curve_points() -> u32 {
+    12
 }
 
 /// How sweep axes combine.

@@ -1,0 +1,224 @@
+//! Bandwidth-latency plots: a memory's loaded-latency curves (mean read latency against the
+//! bandwidth achieved, one curve per traffic kind) with, optionally, systems' operating points
+//! on them (each run's achieved bandwidth and the mean latency its memory saw).
+
+use crate::mem_frontend::{Curve, MemoryPreset};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde_json::{Value, json};
+
+/// One loaded-latency curve of a memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadCurve {
+    /// What traffic it is ("random 64 B reads").
+    pub label: String,
+    /// (achieved GB/s, mean read latency ns), light load first.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A system's operating points: one per run of a sweep line, in the swept parameter's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperatingLine {
+    /// The line's name (system and workload).
+    pub label: String,
+    /// (achieved GB/s, mean memory read latency ns, the swept value as text).
+    pub points: Vec<(f64, f64, String)>,
+}
+
+/// What a bandwidth-latency figure shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandwidthLatency {
+    /// Title.
+    pub title: String,
+    /// The memory's peak bandwidth, GB/s (drawn as a vertical dashed line).
+    pub peak_gb_per_s: f64,
+    /// The memory's curves.
+    pub curves: Vec<LoadCurve>,
+    /// Systems' operating points.
+    pub operating: Vec<OperatingLine>,
+}
+
+/// Curve colours (the memory's: cool colours and greys), then the systems' (warm colours).
+const CURVE_COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(23, 190, 207),
+    RGBColor(44, 160, 44),
+    RGBColor(127, 127, 127),
+    RGBColor(148, 103, 189),
+    RGBColor(188, 189, 34),
+];
+const POINT_COLOURS: [RGBColor; 4] =
+    [RGBColor(214, 39, 40), RGBColor(255, 127, 14), RGBColor(227, 119, 194), RGBColor(140, 86, 75)];
+
+/// Draws `f` on `root`.
+pub fn draw<DB: DrawingBackend>(f: &BandwidthLatency, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let xs = f.curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
+    let xs = xs.chain(f.operating.iter().flat_map(|o| o.points.iter().map(|p| p.0)));
+    let x_hi = xs.fold(f.peak_gb_per_s, f64::max) * 1.08;
+    let ys = f.curves.iter().flat_map(|c| c.points.iter().map(|p| p.1));
+    let ys: Vec<f64> = ys.chain(f.operating.iter().flat_map(|o| o.points.iter().map(|p| p.1))).collect();
+    // Latency grows without bound past saturation: cap the axis at 4x the lightest-load latency
+    // or the largest operating point, whichever is higher, so the knee stays visible.
+    let y_min = ys.iter().copied().fold(f64::MAX, f64::min);
+    let y_ops = f.operating.iter().flat_map(|o| o.points.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let y_all = ys.iter().copied().fold(0.0, f64::max);
+    let y_hi = if ys.is_empty() { 1.0 } else { y_all.min((4.0 * y_min).max(y_ops * 1.2)) * 1.05 };
+    let mut chart = ChartBuilder::on(root)
+        .caption(&f.title, ("sans-serif", 20))
+        .margin(14)
+        .x_label_area_size(42)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..x_hi, 0.0..y_hi)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("achieved bandwidth (GB/s)")
+        .y_desc("mean memory read latency (ns)")
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, c) in f.curves.iter().enumerate() {
+        let colour = CURVE_COLOURS[i % CURVE_COLOURS.len()];
+        let pts: Vec<(f64, f64)> = c.points.iter().copied().filter(|p| p.1 <= y_hi).collect();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
+            .map_err(|e| err(&e))?
+            .label(if f.operating.is_empty() {
+                c.label.clone()
+            } else {
+                format!("memory alone: {}", c.label)
+            })
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 2, colour.filled()))).map_err(|e| err(&e))?;
+    }
+    let grey = BLACK.mix(0.5);
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(f.peak_gb_per_s, 0.0), (f.peak_gb_per_s, y_hi)],
+            6,
+            4,
+            grey.stroke_width(1),
+        ))
+        .map_err(|e| err(&e))?
+        .label(format!("peak {:.0} GB/s", f.peak_gb_per_s))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey.stroke_width(1)));
+    for (i, o) in f.operating.iter().enumerate() {
+        let colour = POINT_COLOURS[i % POINT_COLOURS.len()];
+        let pts: Vec<(f64, f64)> = o.points.iter().map(|p| (p.0, p.1.min(y_hi))).collect();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), colour.mix(0.5).stroke_width(1)))
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 6, colour.filled())))
+            .map_err(|e| err(&e))?
+            .label(format!("{} (operating points)", o.label))
+            .legend(move |(x, y)| TriangleMarker::new((x + 8, y), 6, colour.filled()));
+        // The swept value beside each point: which configuration sits where.
+        let style = TextStyle::from(("sans-serif", 12).into_font()).color(&colour);
+        // A label that would sit on an earlier one (points crowded at saturation) is left out.
+        let mut placed: Vec<(f64, f64)> = Vec::new();
+        let near =
+            |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < x_hi / 40.0 && (a.1 - b.1).abs() < y_hi / 25.0;
+        let mut labels = Vec::new();
+        for (p, &at) in o.points.iter().zip(&pts) {
+            if placed.iter().all(|&q| !near(q, at)) {
+                placed.push(at);
+                labels.push(Text::new(format!(" {}", p.2), at, style.clone()));
+            }
+        }
+        chart.draw_series(labels).map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// The curves of `dae-sim mem --latency-curve`: one per read ratio.
+pub fn from_curve(preset: &MemoryPreset, curve: &Curve, request_bytes: u32) -> BandwidthLatency {
+    let mut curves: Vec<LoadCurve> = Vec::new();
+    for p in &curve.points {
+        let label = format!("random {request_bytes} B, {:.0}% reads", p.read_ratio * 100.0);
+        let at = (p.run.gb_per_s(), p.run.read_latency.mean / 1e3);
+        match curves.iter_mut().find(|c| c.label == label) {
+            Some(c) => c.points.push(at),
+            None => curves.push(LoadCurve { label, points: vec![at] }),
+        }
+    }
+    BandwidthLatency {
+        title: format!("{}: loaded latency (random traffic)", preset.name),
+        peak_gb_per_s: preset.peak_bytes_per_s / 1e9,
+        curves,
+        operating: Vec::new(),
+    }
+}
+
+/// The JSON form of a memory's curve in a sweep's results (`memory_curves`).
+pub fn curve_json(label: &str, curve: &Curve) -> Value {
+    let points: Vec<Value> =
+        curve.points.iter().map(|p| json!([p.run.gb_per_s(), p.run.read_latency.mean / 1e3])).collect();
+    json!({ "label": label, "saturation_gb_per_s": curve.saturation.first().map(|s| s.1), "points": points })
+}
+
+/// A sweep's figure: the memory curves its results carry and, per (system, workload) line,
+/// each point's achieved bandwidth and mean memory read latency, tagged with the first axis'
+/// value. `None` when the results carry no memory curve.
+pub fn from_sweep(results: &Value) -> Option<BandwidthLatency> {
+    let curves: Vec<LoadCurve> = results["memory_curves"]
+        .as_array()?
+        .iter()
+        .map(|c| LoadCurve {
+            label: c["label"].as_str().unwrap_or("?").to_string(),
+            points: c["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| Some((p[0].as_f64()?, p[1].as_f64()?)))
+                .collect(),
+        })
+        .collect();
+    let mut operating: Vec<OperatingLine> = Vec::new();
+    let mut peak: f64 = 0.0;
+    for p in results["points"].as_array().into_iter().flatten() {
+        let axis = p["point"]["axes"][0].as_str().unwrap_or("");
+        let value = &p["point"]["values"][axis];
+        for run in p["runs"].as_array().into_iter().flatten() {
+            let (Some(gbs), Some(lat)) =
+                (run["achieved_gb_per_s"].as_f64(), run["stats"]["mem"]["read_latency_ps"]["mean"].as_f64())
+            else {
+                continue;
+            };
+            if let Some(share) = run["peak_bandwidth_share"].as_f64().filter(|s| *s > 0.0) {
+                peak = peak.max(gbs / share);
+            }
+            let label = format!(
+                "{} {}",
+                run["system"].as_str().unwrap_or("?"),
+                run["workload"].as_str().unwrap_or("?")
+            );
+            let at = (gbs, lat / 1e3, format!("{value}"));
+            match operating.iter_mut().find(|o| o.label == label) {
+                Some(o) => o.points.push(at),
+                None => operating.push(OperatingLine { label, points: vec![at] }),
+            }
+        }
+    }
+    Some(BandwidthLatency {
+        title: "Operating points on the memory's loaded-latency curves".to_string(),
+        peak_gb_per_s: peak,
+        curves,
+        operating,
+    })
+}
+
+/// Writes `f` as an SVG file at `path`.
+pub fn write_svg(f: &BandwidthLatency, path: &std::path::Path) -> Result<(), String> {
+    let root = SVGBackend::new(path, (960, 620)).into_drawing_area();
+    draw(f, &root).map_err(|e| format!("{}: {e}", path.display()))
+}
