@@ -534,6 +534,8 @@ fn mlp_json(p: &MlpProfile) -> Value {
         // Bin i holds the lookups above edge i - 1 and at most edge i (the last bin is open).
         "lookup_latency_bin_edges": LATENCY_BIN_EDGES,
         "lookup_latency_bins": p.bins,
+        // [units, fraction of lookups at or below], log-spaced from 1x to 2000x.
+        "lookup_latency_cdf": p.latency_cdf,
         "above_10x": p.above_10x,
         "above_100x": p.above_100x,
         "mean_latency_units": p.mean_units,
