@@ -35,8 +35,9 @@ pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 /// A chart with numeric axes on a figure.
 pub(crate) type Chart<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
 
-/// Line and bar colours, in order (matplotlib's ten).
-pub(crate) const COLOURS: [RGBColor; 10] = [
+/// Line and bar colours, in order: matplotlib's ten, then two of its darker ones (the main
+/// experiment has eleven workloads).
+pub(crate) const COLOURS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -47,6 +48,8 @@ pub(crate) const COLOURS: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(57, 59, 121),
+    RGBColor(140, 109, 49),
 ];
 
 /// Font sizes in plotters' units: the SVG's pixels are these over 1.24, so a label is 12 px and
