@@ -52,8 +52,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Redraw the plots from saved results, each as SVG and PNG, without re-running anything: a
-    /// sweep's directory or sweep-results.json gives sweep and breakdown; an experiment's
+    /// Redraw the plots from saved results (SVG and PNG), without re-running anything.
+    ///
+    /// A sweep's directory or sweep-results.json gives sweep and breakdown; an experiment's
     /// results.json (or its directory) gives speedup (with a baseline), breakdown and latency.
     Plot {
         /// A results file or the directory that holds it.
