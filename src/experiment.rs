@@ -835,6 +835,39 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
 /// (the last bin is open): log-spaced, so the paper's 10x and 100x marks are bin edges.
 pub const LATENCY_BIN_EDGES: [u64; 9] = [1, 2, 5, 10, 20, 50, 100, 200, 500];
 
+/// Where the lookup-latency CDF is sampled: from 1x to [`CDF_END`] x the unit, this many points
+/// a decade.
+pub const CDF_PER_DECADE: u32 = 8;
+/// See [`CDF_PER_DECADE`].
+pub const CDF_END: f64 = 2000.0;
+
+/// `x` to three significant digits, so the CDF's points read as 1.33x, 1.78x, ...
+fn three_digits(x: f64) -> f64 {
+    format!("{x:.2e}").parse().unwrap_or(x)
+}
+
+/// The CDF of `h` (latencies in ps) in multiples of `unit_ps`: `(units, fraction of lookups at
+/// or below)` at log-spaced points from 1x to [`CDF_END`]x ([`CDF_PER_DECADE`] a decade), then,
+/// when some lookups took longer, the slowest one's at 1, so the CDF always ends at 1.
+pub fn latency_cdf(h: &hdrhistogram::Histogram<u64>, unit_ps: u64) -> Vec<(f64, f64)> {
+    let total = h.len().max(1) as f64;
+    let at = |units: f64| {
+        let edge = (units * unit_ps as f64).round() as u64;
+        (units, h.count_between(0, edge) as f64 / total)
+    };
+    let mut points: Vec<(f64, f64)> = (0..)
+        .map(|k| three_digits(10f64.powf(f64::from(k) / f64::from(CDF_PER_DECADE))))
+        .take_while(|&u| u < CDF_END)
+        .chain([CDF_END])
+        .map(at)
+        .collect();
+    let slowest = h.max() as f64 / unit_ps.max(1) as f64;
+    if !h.is_empty() && points.last().is_some_and(|p| p.1 < 1.0) {
+        points.push((three_digits(slowest).max(CDF_END), 1.0));
+    }
+    points
+}
+
 /// How a cycle-level run used the memory system: lookup latency in multiples of the L1D hit
 /// latency (the paper's Fig. 3), lookups in flight and HBM utilization.
 #[derive(Debug, Clone, PartialEq)]
@@ -845,6 +878,8 @@ pub struct MlpProfile {
     pub unit: &'static str,
     /// Fraction of lookups per bin: `<= 1x`, `1-2x`, ..., `> 500x` ([`LATENCY_BIN_EDGES`]).
     pub bins: Vec<f64>,
+    /// The lookup-latency CDF: `(units, fraction of lookups at or below)` ([`latency_cdf`]).
+    pub latency_cdf: Vec<(f64, f64)>,
     /// Fraction of lookups slower than 10 and than 100 units.
     pub above_10x: f64,
     /// See `above_10x`.
@@ -906,6 +941,7 @@ impl MlpProfile {
             unit_ps,
             unit,
             bins,
+            latency_cdf: latency_cdf(h, unit_ps),
             above_10x: above(10),
             above_100x: above(100),
             mean_units: h.mean() / unit_ps as f64,
@@ -1047,4 +1083,52 @@ pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn histogram(latencies_ps: &[u64]) -> hdrhistogram::Histogram<u64> {
+        let mut h = hdrhistogram::Histogram::new_with_bounds(1, 1_000_000_000, 3).unwrap();
+        for &l in latencies_ps {
+            h.record(l).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn the_cdf_is_log_spaced_monotone_and_ends_at_one() {
+        // Lookups of 2 to 400 units of 1 ns.
+        let h = histogram(&(1..=200).map(|i| i * 2_000).collect::<Vec<_>>());
+        let cdf = latency_cdf(&h, 1_000);
+        assert_eq!(cdf.first().unwrap().0, 1.0);
+        assert_eq!(*cdf.last().unwrap(), (CDF_END, 1.0));
+        // Eight points a decade: 1, 1.33, 1.78, 2.37, ... 10 is the ninth.
+        assert_eq!(cdf[1].0, 1.33);
+        assert_eq!(cdf[8].0, 10.0);
+        assert_eq!(cdf.len(), 28, "{cdf:?}");
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "{cdf:?}");
+        // Half the lookups take at most 200 units.
+        let at_200 = cdf.iter().find(|p| p.0 == 178.0).unwrap().1;
+        assert!((at_200 - 0.445).abs() < 0.01, "{at_200}");
+    }
+
+    #[test]
+    fn lookups_all_at_15x_make_the_cdf_jump_between_10x_and_20x() {
+        let h = histogram(&[15_000; 100]);
+        let cdf = latency_cdf(&h, 1_000);
+        assert!(cdf.iter().filter(|p| p.0 <= 10.0).all(|p| p.1 == 0.0), "{cdf:?}");
+        assert!(cdf.iter().filter(|p| p.0 >= 20.0).all(|p| p.1 == 1.0), "{cdf:?}");
+    }
+
+    #[test]
+    fn lookups_slower_than_2000x_end_the_cdf_at_the_slowest() {
+        let h = histogram(&[5_000, 3_000_000]);
+        let cdf = latency_cdf(&h, 1_000);
+        let n = cdf.len();
+        assert_eq!(cdf[n - 2], (CDF_END, 0.5));
+        assert_eq!(cdf[n - 1].1, 1.0);
+        assert!((cdf[n - 1].0 - 3000.0).abs() <= 3.0, "{:?}", cdf[n - 1]);
+    }
 }

@@ -16,7 +16,6 @@ pub mod mem_frontend;
 pub mod npy;
 pub mod npy_read;
 pub mod plot;
-pub mod plot_bandwidth;
 pub mod power;
 pub mod report;
 pub mod sweep;

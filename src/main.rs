@@ -52,8 +52,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Redraw plots from saved results: a sweep's directory or sweep-results.json (sweep.svg),
-    /// or an experiment's results.json (speedup.svg), without re-running anything.
+    /// Redraw the plots from saved results (SVG and PNG), without re-running anything.
+    ///
+    /// A sweep's directory or sweep-results.json gives sweep and breakdown; an experiment's
+    /// results.json (or its directory) gives speedup (with a baseline), breakdown and latency.
     Plot {
         /// A results file or the directory that holds it.
         #[arg(value_name = "PATH")]
@@ -302,15 +304,17 @@ fn run(args: &RunArgs) -> Result<bool> {
     let results = report::json(&exp, &outcomes);
     let path = report::write_json(&exp.out_dir, "results.json", &results)
         .with_context(|| format!("writing results into {}", exp.out_dir.display()))?;
-    report::write_file(&exp.out_dir, "results.csv", &report::csv(&exp, &outcomes))
+    report::write_file(&exp.out_dir, "results.csv", report::csv(&exp, &outcomes))
         .with_context(|| format!("writing results.csv into {}", exp.out_dir.display()))?;
-    // The plot reads the figures just written, as `dae-sim plot` reads them back later.
-    if let Some(c) = report::comparison_from_json(&results) {
-        let svg = exp.out_dir.join("speedup.svg");
-        dae_sim::plot::speedup_bars(&c, &svg).map_err(|e| anyhow!("plotting: {e}"))?;
-    }
+    // The plots read the figures just written, as `dae-sim plot` reads them back later.
+    let plots = dae_sim::plot::experiment_plots(&results, &path.display().to_string(), &exp.out_dir)
+        .map_err(|e| anyhow!("plotting: {e}"))?;
     if !args.quiet {
-        eprintln!("results: {} (and results.csv, speedup.svg)", path.display());
+        let names: Vec<String> = ["results.csv".to_string()]
+            .into_iter()
+            .chain(plots.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())))
+            .collect();
+        eprintln!("results: {} (and {})", path.display(), names.join(", "));
     }
     // After results.json, so a dump that fails loses no results; its error comes last.
     let dumped = match &dump {
@@ -462,8 +466,8 @@ fn mem(args: &MemArgs) -> Result<()> {
         }
         let file = report::write_json(&args.out, "latency-curve.json", &value)
             .with_context(|| format!("writing latency-curve.json into {}", args.out.display()))?;
-        let figure = dae_sim::plot_bandwidth::from_curve(&preset, &curve, bytes);
-        dae_sim::plot_bandwidth::write_svg(&figure, &args.out.join("latency-curve.svg"))
+        let figure = dae_sim::plot::bandwidth_latency::from_curve(&preset, &curve, bytes);
+        dae_sim::plot::bandwidth_latency::save(&figure, &args.out, "latency-curve")
             .map_err(|e| anyhow!("plotting: {e}"))?;
         if !args.quiet {
             let requests = curve.requests();
@@ -659,16 +663,19 @@ fn plot(path: &std::path::Path) -> Result<()> {
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
     let dir = file.parent().unwrap_or(std::path::Path::new("."));
-    let out = if v.get("points").is_some() {
-        dae_sim::plot::sweep_lines(&v, dir).map_err(|e| anyhow!(e))?
+    let name = file.display().to_string();
+    let written = if v.get("points").is_some() {
+        dae_sim::plot::sweep_plots(&v, &name, dir)
     } else {
-        let c = report::comparison_from_json(&v)
-            .ok_or_else(|| anyhow!("{}: no baseline comparison to plot", file.display()))?;
-        let svg = dir.join("speedup.svg");
-        dae_sim::plot::speedup_bars(&c, &svg).map_err(|e| anyhow!(e))?;
-        svg
-    };
-    eprintln!("wrote {}", out.display());
+        dae_sim::plot::experiment_plots(&v, &name, dir)
+    }
+    .map_err(|e| anyhow!(e))?;
+    if written.is_empty() {
+        bail!("{name}: nothing to plot (no baseline, time breakdown or lookup-latency profile)");
+    }
+    for f in written {
+        eprintln!("wrote {}", f.display());
+    }
     Ok(())
 }
 

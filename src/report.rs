@@ -534,6 +534,8 @@ fn mlp_json(p: &MlpProfile) -> Value {
         // Bin i holds the lookups above edge i - 1 and at most edge i (the last bin is open).
         "lookup_latency_bin_edges": LATENCY_BIN_EDGES,
         "lookup_latency_bins": p.bins,
+        // [units, fraction of lookups at or below], log-spaced from 1x to 2000x.
+        "lookup_latency_cdf": p.latency_cdf,
         "above_10x": p.above_10x,
         "above_100x": p.above_100x,
         "mean_latency_units": p.mean_units,
@@ -616,15 +618,16 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
 pub fn write_json(dir: &Path, name: &str, value: &Value) -> io::Result<PathBuf> {
     let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
     text.push('\n');
-    write_file(dir, name, &text)
+    write_file(dir, name, text)
 }
 
-/// Writes `text` to `dir/name` through a temporary file, so a reader never sees half of it.
-pub fn write_file(dir: &Path, name: &str, text: &str) -> io::Result<PathBuf> {
+/// Writes `contents` (text or bytes) to `dir/name` through a temporary file, so a reader never
+/// sees half of it.
+pub fn write_file(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text)?;
+    std::fs::write(&tmp, contents)?;
     std::fs::rename(&tmp, &path)?;
     Ok(path)
 }

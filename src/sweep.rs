@@ -135,6 +135,8 @@ pub struct Sweep {
     pub mode: SweepMode,
     /// The memory curves to measure beside it.
     pub memory_curve: Option<MemoryCurveSpec>,
+    /// Whether the plot draws Little's law (`[sweep] littles_law`).
+    pub littles_law: bool,
 }
 
 /// The document path an axis key names: `system.<name>.rest` and `workload.<name>.rest` pick
@@ -251,14 +253,25 @@ impl Sweep {
             Some(o) => o.clone(),
             None => experiments[0].out_dir.join("sweep"),
         };
-        Ok(Sweep { path: path.to_path_buf(), points, experiments, out_dir, mode: section.mode, memory_curve })
+        let littles_law = section.littles_law;
+        Ok(Sweep {
+            path: path.to_path_buf(),
+            points,
+            experiments,
+            out_dir,
+            mode: section.mode,
+            memory_curve,
+            littles_law,
+        })
     }
 
-    /// The manifest: what identifies the sweep's points (config, axes, values).
+    /// The manifest: what identifies the sweep's points (config, axes, values), and the plot's
+    /// options (carried into `sweep-results.json`, so that `dae-sim plot` draws the same).
     pub fn manifest(&self) -> Value {
         let mut m = json!({
             "config": self.path.display().to_string(),
             "mode": match self.mode { SweepMode::Product => "product", SweepMode::Zip => "zip" },
+            "littles_law": self.littles_law,
             "points": self.points.iter().map(Point::to_json).collect::<Vec<_>>(),
         });
         if let Some(c) = &self.memory_curve {
@@ -312,7 +325,7 @@ pub fn run(
     let manifest_path = dir.join("sweep.json");
     if manifest_path.exists() {
         let old = read_json(&manifest_path)?;
-        if old != manifest {
+        if !same_points(&old, &manifest) {
             if !opts.resume {
                 // A new sweep over an old directory: start clean rather than mix results.
                 let _ = std::fs::remove_dir_all(dir.join("points"));
@@ -374,6 +387,21 @@ pub fn run(
     Ok(summary)
 }
 
+/// Whether two manifests name the same points: the plot's options may differ (and a manifest
+/// written before they existed lacks them).
+fn same_points(a: &Value, b: &Value) -> bool {
+    let points = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            // Plot context, not points: changing it keeps the finished points.
+            m.remove("littles_law");
+            m.remove("memory_curve");
+        }
+        v
+    };
+    points(a) == points(b)
+}
+
 fn read_json(path: &Path) -> Result<Value, SweepError> {
     let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
     serde_json::from_str(&text).map_err(|e| io(path, e))
@@ -401,16 +429,11 @@ fn combine(dir: &Path, manifest: &Value) -> Result<bool, SweepError> {
     }
     let path = dir.join("sweep-results.json");
     report::write_json(dir, "sweep-results.json", &all).map_err(|e| io(&path, e))?;
-    report::write_file(dir, "sweep.csv", &csv(&results)).map_err(|e| io(&dir.join("sweep.csv"), e))?;
-    // The plot is a view of the results: one that cannot be drawn (an axis of strings) loses
+    report::write_file(dir, "sweep.csv", csv(&results)).map_err(|e| io(&dir.join("sweep.csv"), e))?;
+    // The plots are a view of the results: one that cannot be drawn (an axis of strings) loses
     // nothing, and `dae-sim plot` can redraw it.
-    if let Err(e) = crate::plot::sweep_lines(&all, dir) {
-        let _ = report::write_file(dir, "sweep-plot-error.txt", &format!("{e}\n"));
-    }
-    if let Some(figure) = crate::plot_bandwidth::from_sweep(&all)
-        && let Err(e) = crate::plot_bandwidth::write_svg(&figure, &dir.join("bandwidth-latency.svg"))
-    {
-        let _ = report::write_file(dir, "sweep-plot-error.txt", &format!("{e}\n"));
+    if let Err(e) = crate::plot::sweep_plots(&all, &path.display().to_string(), dir) {
+        let _ = report::write_file(dir, "sweep-plot-error.txt", format!("{e}\n"));
     }
     Ok(true)
 }
@@ -471,7 +494,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, SweepError> {
     };
     let manifest = read_json(&first.join("sweep.json"))?;
     for d in &dirs[1..] {
-        if read_json(&d.join("sweep.json"))? != manifest {
+        if !same_points(&read_json(&d.join("sweep.json"))?, &manifest) {
             return Err(SweepError::Mismatch(format!(
                 "{} and {} hold different sweeps",
                 first.display(),
@@ -558,5 +581,15 @@ mod tests {
         let empty =
             SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])], ..Default::default() };
         assert!(expand("f", &empty).unwrap_err().to_string().contains("at least one value"));
+    }
+
+    #[test]
+    fn the_plot_options_do_not_make_another_sweep() {
+        let a = json!({ "config": "c.toml", "mode": "zip", "points": [1, 2] });
+        let mut b = a.clone();
+        b["littles_law"] = json!(true);
+        assert!(same_points(&a, &b));
+        b["points"] = json!([1, 3]);
+        assert!(!same_points(&a, &b));
     }
 }

@@ -14,7 +14,7 @@
 //! asked, so a resumed or merged sweep does not measure them again.
 
 use crate::config::schema::MemoryCurveSection;
-use crate::mem_frontend::{self, CurveOptions};
+use crate::mem_frontend::{self, Curve, CurveOptions};
 use crate::report;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -101,11 +101,19 @@ impl MemoryCurveSpec {
             };
             let curve = mem_frontend::latency_curve(&preset, &opts).map_err(|e| e.to_string())?;
             let label = format!("random {bytes} B reads");
-            curves.push(crate::plot_bandwidth::curve_json(&label, &curve));
+            curves.push(curve_json(&label, &curve));
         }
         let curves = Value::Array(curves);
         report::write_json(dir, "memory-curves.json", &json!({ "spec": self.to_json(), "curves": curves }))
             .map_err(|e| format!("{}: {e}", cache.display()))?;
         Ok(curves)
     }
+}
+
+/// A curve as the sweep's results carry it (`memory_curves`): its label, its saturation
+/// bandwidth and its points as `[achieved GB/s, mean read latency ns]`, light load first.
+fn curve_json(label: &str, curve: &Curve) -> Value {
+    let points: Vec<Value> =
+        curve.points.iter().map(|p| json!([p.run.gb_per_s(), p.run.read_latency.mean / 1e3])).collect();
+    json!({ "label": label, "saturation_gb_per_s": curve.saturation.first().map(|s| s.1), "points": points })
 }

@@ -94,6 +94,9 @@ fn one_and_two_threads_give_identical_results() {
         svg.contains("Throughput against system.dae.cores") && svg.contains("dae emb-small"),
         "sweep.svg"
     );
+    for f in ["sweep.png", "breakdown.svg", "breakdown.png"] {
+        assert!(dir.join("one").join(f).is_file(), "{f} missing");
+    }
     let csv = std::fs::read_to_string(dir.join("one").join("sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 7, "{csv}");
     assert!(

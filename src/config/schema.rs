@@ -33,6 +33,7 @@ pub struct ExperimentFile {
 /// ```toml
 /// [sweep]
 /// mode = "product"            # or "zip" (axes of equal length, taken in step)
+/// littles_law = true          # draw Little's law on the plot (optional)
 /// [[sweep.axis]]
 /// key = "system.dae.access_unit.outq_entries"   # system.<name>.…, workload.<name>.…, or a path
 /// values = [2, 4, 8, 16, 32]
@@ -43,6 +44,10 @@ pub struct SweepSection {
     /// How the axes combine.
     #[serde(default)]
     pub mode: SweepMode,
+    /// Draw on the sweep plot, per line, the throughput Little's law predicts at the latency
+    /// measured at the first axis's smallest value. A plot option: it changes no point.
+    #[serde(default)]
+    pub littles_law: bool,
     /// The axes, in order (the first varies slowest in a product).
     #[serde(default)]
     pub axis: Vec<SweepAxis>,

@@ -1,11 +1,11 @@
-//! Bandwidth-latency plots: a memory's loaded-latency curves (mean read latency against the
+//! Bandwidth-latency plots (`bandwidth-latency.svg`, `latency-curve.svg`): a memory's loaded-latency curves (mean read latency against the
 //! bandwidth achieved, one curve per traffic kind) with, optionally, systems' operating points
 //! on them (each run's achieved bandwidth and the mean latency its memory saw).
 
+use super::{Area, COLOURS};
 use crate::mem_frontend::{Curve, MemoryPreset};
-use plotters::coord::Shift;
 use plotters::prelude::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// One loaded-latency curve of a memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,22 +38,13 @@ pub struct BandwidthLatency {
     pub operating: Vec<OperatingLine>,
 }
 
-/// Curve colours (the memory's: cool colours and greys), then the systems' (warm colours).
-const CURVE_COLOURS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(23, 190, 207),
-    RGBColor(44, 160, 44),
-    RGBColor(127, 127, 127),
-    RGBColor(148, 103, 189),
-    RGBColor(188, 189, 34),
-];
-const POINT_COLOURS: [RGBColor; 4] =
-    [RGBColor(214, 39, 40), RGBColor(255, 127, 14), RGBColor(227, 119, 194), RGBColor(140, 86, 75)];
+/// The memory's curves take the cool colours of [`COLOURS`], the systems' points the warm ones.
+const CURVE_COLOURS: [usize; 6] = [0, 9, 2, 7, 4, 8];
+const POINT_COLOURS: [usize; 4] = [3, 1, 6, 5];
 
 /// Draws `f` on `root`.
-pub fn draw<DB: DrawingBackend>(f: &BandwidthLatency, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
     let xs = f.curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
     let xs = xs.chain(f.operating.iter().flat_map(|o| o.points.iter().map(|p| p.0)));
     let x_hi = xs.fold(f.peak_gb_per_s, f64::max) * 1.08;
@@ -79,7 +70,7 @@ pub fn draw<DB: DrawingBackend>(f: &BandwidthLatency, root: &DrawingArea<DB, Shi
         .draw()
         .map_err(|e| err(&e))?;
     for (i, c) in f.curves.iter().enumerate() {
-        let colour = CURVE_COLOURS[i % CURVE_COLOURS.len()];
+        let colour = COLOURS[CURVE_COLOURS[i % CURVE_COLOURS.len()]];
         let pts: Vec<(f64, f64)> = c.points.iter().copied().filter(|p| p.1 <= y_hi).collect();
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
@@ -104,7 +95,7 @@ pub fn draw<DB: DrawingBackend>(f: &BandwidthLatency, root: &DrawingArea<DB, Shi
         .label(format!("peak {:.0} GB/s", f.peak_gb_per_s))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey.stroke_width(1)));
     for (i, o) in f.operating.iter().enumerate() {
-        let colour = POINT_COLOURS[i % POINT_COLOURS.len()];
+        let colour = COLOURS[POINT_COLOURS[i % POINT_COLOURS.len()]];
         let pts: Vec<(f64, f64)> = o.points.iter().map(|p| (p.0, p.1.min(y_hi))).collect();
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), colour.mix(0.5).stroke_width(1)))
@@ -136,7 +127,6 @@ pub fn draw<DB: DrawingBackend>(f: &BandwidthLatency, root: &DrawingArea<DB, Shi
         .position(SeriesLabelPosition::UpperLeft)
         .draw()
         .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
     Ok(())
 }
 
@@ -157,13 +147,6 @@ pub fn from_curve(preset: &MemoryPreset, curve: &Curve, request_bytes: u32) -> B
         curves,
         operating: Vec::new(),
     }
-}
-
-/// The JSON form of a memory's curve in a sweep's results (`memory_curves`).
-pub fn curve_json(label: &str, curve: &Curve) -> Value {
-    let points: Vec<Value> =
-        curve.points.iter().map(|p| json!([p.run.gb_per_s(), p.run.read_latency.mean / 1e3])).collect();
-    json!({ "label": label, "saturation_gb_per_s": curve.saturation.first().map(|s| s.1), "points": points })
 }
 
 /// A sweep's figure: the memory curves its results carry and, per (system, workload) line,
@@ -217,8 +200,11 @@ pub fn from_sweep(results: &Value) -> Option<BandwidthLatency> {
     })
 }
 
-/// Writes `f` as an SVG file at `path`.
-pub fn write_svg(f: &BandwidthLatency, path: &std::path::Path) -> Result<(), String> {
-    let root = SVGBackend::new(path, (960, 620)).into_drawing_area();
-    draw(f, &root).map_err(|e| format!("{}: {e}", path.display()))
+/// Draws `f` into `dir` as `stem.svg` and `stem.png`; returns the files.
+pub fn save(
+    f: &BandwidthLatency,
+    dir: &std::path::Path,
+    stem: &str,
+) -> Result<Vec<std::path::PathBuf>, String> {
+    super::save(dir, stem, (960, 620), |root| draw(f, root))
 }
