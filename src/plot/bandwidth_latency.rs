@@ -67,6 +67,8 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
         .configure_mesh()
         .x_desc("achieved bandwidth (GB/s)")
         .y_desc("mean memory read latency (ns)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
     for (i, c) in f.curves.iter().enumerate() {

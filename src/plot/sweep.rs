@@ -210,8 +210,12 @@ impl Figure {
         let log_x = self.log_x;
         let x_label = |v: &f64| if log_x { tick(2f64.powf(*v)) } else { tick(*v) };
         let x_desc = if log_x { format!("{} (log scale)", self.x_axis) } else { self.x_axis.clone() };
+        // On a log2 axis, one label per power of two (the tick positions plotters would pick
+        // fall between them, at values like 5.66).
+        let x_ticks = if log_x { (self.range.1 - self.range.0).round().max(1.0) as usize + 1 } else { 10 };
         mesh(&mut chart)
             .x_desc(x_desc)
+            .x_labels(x_ticks)
             .x_label_formatter(&x_label)
             .y_desc(y_desc)
             .y_label_formatter(&|v| tick(*v))
