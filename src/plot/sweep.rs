@@ -108,7 +108,14 @@ pub fn sweep_lines(results: &Value, file: &str, dir: &Path) -> Result<Vec<PathBu
     let root = Field::root(file, results);
     let (x_axis, lines) = read(&root)?;
     let littles = results["sweep"]["littles_law"].as_bool().unwrap_or(false);
-    let figure = Figure::new(x_axis, lines, littles);
+    let mut figure = Figure::new(x_axis, lines, littles);
+    // The memory alone, where the results carry its curves (`[sweep.memory_curve]`): the
+    // bandwidth at which each kind of traffic saturates it.
+    for c in results["memory_curves"].as_array().into_iter().flatten() {
+        if let (Some(label), Some(gbs)) = (c["label"].as_str(), c["saturation_gb_per_s"].as_f64()) {
+            figure.saturation.push((label.to_string(), gbs));
+        }
+    }
     let (top_legend, bottom_legend) = figure.legends();
     let width = 980;
     let (top_h, bottom_h) = (420, 380);
@@ -134,7 +141,13 @@ struct Figure {
     range: (f64, f64),
     /// The memory's peak when every line has the same: drawn once, in black.
     shared_peak: Option<Vec<(f64, f64)>>,
+    /// The memory alone saturates at these GB/s (traffic label, GB/s): grey dashed lines.
+    saturation: Vec<(String, f64)>,
 }
+
+/// Colours of the memory's saturation lines: greys, darkest first.
+const SATURATION_GREYS: [RGBColor; 3] =
+    [RGBColor(90, 90, 90), RGBColor(140, 140, 140), RGBColor(180, 180, 180)];
 
 impl Figure {
     fn new(x_axis: String, lines: Vec<Line>, littles: bool) -> Self {
@@ -151,7 +164,7 @@ impl Figure {
                 && a.iter().zip(&first).all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= 1e-9 * q.1.abs())
         };
         let shared_peak = lines.iter().all(|l| same(&l.peak())).then_some(first).filter(|p| !p.is_empty());
-        Figure { x_axis, lines, littles, log_x, range, shared_peak }
+        Figure { x_axis, lines, littles, log_x, range, shared_peak, saturation: Vec::new() }
     }
 
     /// A drawn x position.
@@ -193,6 +206,13 @@ impl Figure {
                 format!("memory's peak bandwidth ({peak:.0} GB/s)"),
             ));
         }
+        for (i, (label, gbs)) in self.saturation.iter().enumerate() {
+            let c = SATURATION_GREYS[i % SATURATION_GREYS.len()];
+            top.push((
+                Swatch::Line(c, Dash::Dashed),
+                format!("memory alone saturates: {label} ({gbs:.0} GB/s)"),
+            ));
+        }
         (Legend(top), Legend(bottom))
     }
 
@@ -227,12 +247,17 @@ impl Figure {
     /// The top panel: throughput, the memory's peak and (if asked) Little's law.
     fn throughput(&self, area: &Area<'_>) -> Result<(), String> {
         let all = self.lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [Some(p.gb_per_s), p.peak]));
-        let y_max = all.flatten().fold(0.0f64, f64::max).max(1e-9) * 1.12;
+        let sat = self.saturation.iter().map(|s| s.1);
+        let y_max = all.flatten().chain(sat).fold(0.0f64, f64::max).max(1e-9) * 1.12;
         let mut title = format!("Throughput against {} (GB/s; memory's peak dashed", self.x_axis);
         title += if self.littles { ", Little's law dotted)" } else { ")" };
         let mut chart = self.chart(area, &title, "GB/s", y_max)?;
         if let Some(p) = &self.shared_peak {
             draw_line(&mut chart, self.peak_points(p), BLACK, 1, Dash::Dashed)?;
+        }
+        for (i, (_, gbs)) in self.saturation.iter().enumerate() {
+            let c = SATURATION_GREYS[i % SATURATION_GREYS.len()];
+            draw_line(&mut chart, vec![(self.range.0, *gbs), (self.range.1, *gbs)], c, 1, Dash::Dashed)?;
         }
         let x_max = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).fold(f64::MIN, f64::max);
         for (i, l) in self.lines.iter().enumerate() {
@@ -334,6 +359,14 @@ mod tests {
         sweep_lines(&results(true), "sweep-results.json", &dir).unwrap();
         let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
         assert!(svg.contains("dae rm1: Little&apos;s law at the latency measured at max_outstanding=1"));
+        assert!(!svg.contains("saturates"), "no memory curves, no saturation line");
+        // With the memory's curves in the results, each curve's saturation gets its line.
+        let mut v = results(false);
+        v["memory_curves"] =
+            json!([{ "label": "random 128 B reads", "saturation_gb_per_s": 640.4, "points": [] }]);
+        sweep_lines(&v, "sweep-results.json", &dir).unwrap();
+        let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
+        assert!(svg.contains("memory alone saturates: random 128 B reads (640 GB/s)"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
