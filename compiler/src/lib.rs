@@ -30,6 +30,7 @@ pub mod layout;
 pub mod mapping;
 pub mod passes;
 pub mod target;
+pub mod trace;
 pub mod tt;
 pub mod workload;
 
