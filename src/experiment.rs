@@ -459,10 +459,61 @@ pub fn read_trace(
         let path = relative_to(doc, &at, file);
         crate::npy_read::read_ints(&path).map_err(|e| doc.error_at(&at, e.to_string()))
     };
-    let (offsets, indices) = (read("offsets", &t.offsets)?, read("indices", &t.indices)?);
+    let (offsets, indices) = match t {
+        compiler::TraceFiles::Npy { offsets, indices } => {
+            (read("offsets", offsets)?, read("indices", indices)?)
+        }
+        compiler::TraceFiles::Daeidx { file } => {
+            read_daeidx(doc, &format!("{prefix}trace.file"), file, spec)?
+        }
+    };
     EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds)
         .map(Some)
         .map_err(|e| doc.error_at(&format!("{prefix}{}", e.field), e.message))
+}
+
+/// Reads the first batch of the `.daeidx` trace `file` (config key `at`) as table-major CSR
+/// offsets and row ids, after checking its tables, batch and rows against the workload's; the
+/// rest of the file is streamed through and checked (checksum included). Errors name the key
+/// and the file.
+fn read_daeidx(
+    doc: &Document,
+    at: &str,
+    file: &str,
+    spec: &WorkloadSpec,
+) -> Result<(Vec<i64>, Vec<i64>), ConfigError> {
+    let path = relative_to(doc, at, file);
+    let err = |e: compiler::trace::TraceError| doc.error_at(at, e.to_string());
+    let header = *compiler::trace::TraceReader::open(&path).map_err(err)?.header();
+    let shown = path.display();
+    for (what, trace, workload) in [
+        ("tables", u64::from(header.tables), u64::from(spec.tables)),
+        ("bags per table (batch)", header.batch, u64::from(spec.batch)),
+    ] {
+        if trace != workload {
+            let key = if what == "tables" { "tables" } else { "batch" };
+            return Err(doc.error_at(
+                at,
+                format!("{shown}: the trace has {trace} {what}, but the workload's {key} = {workload}"),
+            ));
+        }
+    }
+    if header.rows > spec.rows {
+        return Err(doc.error_at(
+            at,
+            format!(
+                "{shown}: the trace's row ids run below rows = {}, more than the workload's rows = {}",
+                header.rows, spec.rows
+            ),
+        ));
+    }
+    if header.batches == 0 {
+        return Err(doc.error_at(at, format!("{shown}: the trace holds no batch")));
+    }
+    let batch = compiler::trace::read_all(&path, 0, Some(spec.rows)).map_err(err)?;
+    // Offsets are at most the file's length and row ids below the workload's 32-bit rows.
+    let signed = |v: Vec<u64>| v.into_iter().map(|x| i64::try_from(x).unwrap_or(i64::MAX)).collect();
+    Ok((signed(batch.offsets), signed(batch.indices)))
 }
 
 /// Reads the inputs workload `spec` (at config key `key`) takes from files, if any: an index

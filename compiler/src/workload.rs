@@ -329,16 +329,47 @@ impl TableIndices {
     }
 }
 
-/// An index trace: `.npy` files of table-major CSR offsets (`tables x batch + 1` entries) and
-/// row ids, the layout of Meta's released embedding traces (paths relative to the file that
-/// names them; the binary reads them, the compiler checks them).
+/// An index trace (paths relative to the file that names them; the binary reads them, the
+/// compiler checks them): `.npy` files of table-major CSR offsets (`tables x batch + 1`
+/// entries) and row ids, the layout of Meta's released embedding traces, or a `.daeidx` file
+/// ([`crate::trace`]), whose first batch the workload runs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawTrace")]
+pub enum TraceFiles {
+    /// `offsets = "..."` and `indices = "..."`: two `.npy` files.
+    Npy {
+        /// The offsets file.
+        offsets: String,
+        /// The row ids file.
+        indices: String,
+    },
+    /// `file = "..."`: a `.daeidx` trace.
+    Daeidx {
+        /// The trace file.
+        file: String,
+    },
+}
+
+/// `[trace]` as written: either the two `.npy` files or one `.daeidx` file.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TraceFiles {
-    /// The offsets file.
-    pub offsets: String,
-    /// The row ids file.
-    pub indices: String,
+struct RawTrace {
+    offsets: Option<String>,
+    indices: Option<String>,
+    file: Option<String>,
+}
+
+impl TryFrom<RawTrace> for TraceFiles {
+    type Error = String;
+
+    fn try_from(r: RawTrace) -> Result<Self, String> {
+        match (r.offsets, r.indices, r.file) {
+            (Some(offsets), Some(indices), None) => Ok(TraceFiles::Npy { offsets, indices }),
+            (None, None, Some(file)) => Ok(TraceFiles::Daeidx { file }),
+            (_, _, Some(_)) => Err("give file = \"x.daeidx\" or offsets and indices (.npy), not both".into()),
+            _ => Err("needs offsets and indices (.npy files) or file (a .daeidx trace)".into()),
+        }
+    }
 }
 
 /// A workload as written in TOML.
