@@ -3,7 +3,8 @@
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
 //! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
 //! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]), where the time went
-//! ([`breakdown`]) and `.npy` index traces ([`npy_read`]). The hardware
+//! ([`breakdown`]), `.npy` index traces ([`npy_read`]) and the `trace gen` / `trace info` commands
+//! ([`trace_cmd`]). The hardware
 //! models live in the workspace crates below it.
 
 pub mod breakdown;
@@ -21,3 +22,4 @@ pub mod report;
 pub mod sweep;
 pub mod sweep_memory;
 pub mod system;
+pub mod trace_cmd;

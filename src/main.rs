@@ -71,6 +71,11 @@ enum Command {
         #[arg(long, value_name = "X", default_value_t = 1.0)]
         scale: f64,
     },
+    /// Generate synthetic traces and print a trace's figures (traces/README.md).
+    Trace {
+        #[command(subcommand)]
+        command: dae_sim::trace_cmd::TraceCommand,
+    },
     /// Measure the simulator's own speed.
     Bench {
         /// What to measure.
@@ -709,6 +714,9 @@ fn main() -> ExitCode {
             })
             .map_err(Into::into),
         Some(Command::GpuCalibrate { system, scale }) => gpu_calibrate(system, *scale).map(|()| true),
+        Some(Command::Trace { command }) => {
+            dae_sim::trace_cmd::run(command, &mut std::io::stdout().lock()).map(|()| true).map_err(Into::into)
+        }
         Some(Command::Bench { what: BenchTarget::Engine }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),
         Some(Command::Bench { what: BenchTarget::Mem }) => bench_mem().map(|()| true),

@@ -1,0 +1,775 @@
+//! `dae-sim trace gen` and `dae-sim trace info`: seeded synthetic traces (embedding lookups as
+//! `.daeidx` or `.npy`, R-MAT graphs as SNAP edge lists, knowledge-graph triples) and the
+//! figures of a trace (counts, bag sizes, unique rows, reuse histogram, working set).
+//!
+//! `info` streams a `.daeidx` trace section by section; what it keeps is a count per distinct
+//! row (per table), which the unique-row and reuse figures need.
+
+use clap::{Args, Subcommand, ValueEnum};
+use compiler::indices::IndexGenerator;
+use compiler::trace::{Header, IndexDtype, TraceError, TraceReader, TraceWriter};
+use compiler::{Dtype, GraphFormat, GraphSpec, IndexDistribution};
+use rand::Rng;
+use serde_json::{Value, json};
+use sim_core::SeedTree;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why a `trace` command failed.
+#[derive(Debug, Error)]
+pub enum TraceCmdError {
+    /// A `.daeidx` file is bad or could not be written.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// A `.npy` file could not be written.
+    #[error(transparent)]
+    NpyWrite(#[from] crate::npy::NpyError),
+    /// A `.npy` file could not be read.
+    #[error(transparent)]
+    NpyRead(#[from] crate::npy_read::NpyReadError),
+    /// A text file could not be read or written.
+    #[error("{file}: {error}")]
+    Io {
+        /// The file.
+        file: String,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// A text file's line is bad (`line` 0: the file as a whole).
+    #[error("{file}:{line}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The options do not make sense together.
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn usage(message: impl Into<String>) -> TraceCmdError {
+    TraceCmdError::Usage(message.into())
+}
+
+/// `dae-sim trace ...`.
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Generate a seeded synthetic trace: embedding lookups (.daeidx or .npy), an R-MAT graph
+    /// (SNAP edge list) or knowledge-graph triples (TSV).
+    Gen(GenArgs),
+    /// Print a trace's figures: counts, bag sizes, unique rows, reuse histogram, working set.
+    Info(InfoArgs),
+}
+
+/// What `trace gen` makes.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenKind {
+    /// Embedding-bag lookups.
+    Embedding,
+    /// An R-MAT graph (Graph500: a = 0.57, b = 0.19, c = 0.19), as a SNAP edge list.
+    Rmat,
+    /// Knowledge-graph triples, `head\trelation\ttail` a line.
+    Kg,
+}
+
+/// The index distribution of `trace gen`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DistArg {
+    /// Every row equally likely.
+    Uniform,
+    /// Zipf with exponent --alpha, popularity ranks randomly permuted onto row ids.
+    Zipf,
+}
+
+/// The output format of embedding lookups.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutFormat {
+    /// dae-sim's binary index trace (traces/README.md).
+    Daeidx,
+    /// Two .npy files, Meta's layout: OUT.offsets.npy (tables x batch + 1, int64, table-major
+    /// CSR) and OUT.indices.npy (int64).
+    Npy,
+}
+
+/// The row id type of a `.daeidx` file.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdType {
+    /// 32-bit row ids.
+    U32,
+    /// 64-bit row ids.
+    U64,
+}
+
+/// `trace gen`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct GenArgs {
+    /// What to generate.
+    #[arg(long, value_enum, default_value_t = GenKind::Embedding)]
+    pub kind: GenKind,
+    /// Output file (.daeidx; with --format npy, OUT.offsets.npy and OUT.indices.npy).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Master seed: the same seed and options give the same file.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Embedding: tables.
+    #[arg(long, default_value_t = 1)]
+    pub tables: u32,
+    /// Embedding: rows per table.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Embedding: bags per table in a batch.
+    #[arg(long, default_value_t = 256)]
+    pub batch: u64,
+    /// Embedding: lookups drawn per bag (fewer with --dedup).
+    #[arg(long, default_value_t = 20)]
+    pub bag_size: u64,
+    /// Embedding: batches, one after the other.
+    #[arg(long, default_value_t = 1)]
+    pub batches: u32,
+    /// Embedding: index distribution (kg: of the entities).
+    #[arg(long, value_enum, default_value_t = DistArg::Uniform)]
+    pub distribution: DistArg,
+    /// Zipf exponent.
+    #[arg(long, default_value_t = 1.05)]
+    pub alpha: f64,
+    /// Embedding: drop repeated rows within a bag (bags then hold at most --bag-size).
+    #[arg(long)]
+    pub dedup: bool,
+    /// Embedding: sort each bag's row ids.
+    #[arg(long)]
+    pub sorted: bool,
+    /// Embedding: fraction of each batch's lookups (after the first batch) drawn from the
+    /// previous batch's lookups of the same table, 0 to 1.
+    #[arg(long, default_value_t = 0.0)]
+    pub reuse: f64,
+    /// Embedding: output format.
+    #[arg(long, value_enum, default_value_t = OutFormat::Daeidx)]
+    pub format: OutFormat,
+    /// Embedding: row id type of a .daeidx file [default: u32 if rows fit, else u64].
+    #[arg(long, value_enum)]
+    pub id_type: Option<IdType>,
+    /// R-MAT: log2 of the vertex count.
+    #[arg(long, default_value_t = 10)]
+    pub scale: u32,
+    /// R-MAT: edges per vertex.
+    #[arg(long, default_value_t = 16)]
+    pub edge_factor: u32,
+    /// KG: entities.
+    #[arg(long, default_value_t = 1000)]
+    pub entities: u64,
+    /// KG: relations.
+    #[arg(long, default_value_t = 10)]
+    pub relations: u64,
+    /// KG: triples.
+    #[arg(long, default_value_t = 10_000)]
+    pub triples: u64,
+}
+
+/// What `trace info` reads.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfoKind {
+    /// A .daeidx index trace.
+    Daeidx,
+    /// A .npy offsets/indices pair (--offsets, --indices).
+    Npy,
+    /// A SNAP edge list (`from to` lines).
+    Snap,
+    /// LINQS Cora's `.cites` (`cited citing` lines).
+    Cora,
+    /// Knowledge-graph triples (`head relation tail` integer lines).
+    Kg,
+}
+
+/// The row type for the working-set estimate.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowDtype {
+    /// 32-bit float.
+    F32,
+    /// 16-bit float.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// int8 rows with an f32 scale and bias.
+    Int8,
+}
+
+/// `trace info`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct InfoArgs {
+    /// The trace (a .daeidx file, a graph or a triples file).
+    #[arg(value_name = "FILE", required_unless_present = "offsets")]
+    pub file: Option<PathBuf>,
+    /// What FILE is [default: daeidx for .daeidx, cora for .cites, npy with --offsets].
+    #[arg(long, value_enum)]
+    pub kind: Option<InfoKind>,
+    /// A .npy offsets file (table-major CSR over tables x batch).
+    #[arg(long, value_name = "FILE", requires = "indices")]
+    pub offsets: Option<PathBuf>,
+    /// The .npy row ids that go with --offsets.
+    #[arg(long, value_name = "FILE", requires = "offsets")]
+    pub indices: Option<PathBuf>,
+    /// Tables in the .npy pair (the offsets split into this many tables).
+    #[arg(long, default_value_t = 1)]
+    pub tables: u64,
+    /// Values per row, for the working set [default: 64].
+    #[arg(long)]
+    pub dim: Option<u32>,
+    /// Row type, for the working set [default: f32].
+    #[arg(long, value_enum)]
+    pub dtype: Option<RowDtype>,
+    /// JSON instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a `trace` command, printing on `out`.
+pub fn run(cmd: &TraceCommand, out: &mut dyn Write) -> Result<(), TraceCmdError> {
+    let written = match cmd {
+        TraceCommand::Gen(a) => gen_cmd(a).map(|files| {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            format!("wrote {}\n", names.join(", "))
+        })?,
+        TraceCommand::Info(a) => info(a)?,
+    };
+    out.write_all(written.as_bytes()).map_err(|error| TraceCmdError::Io { file: "stdout".into(), error })
+}
+
+// ---------------------------------------------------------------------------------------------
+// trace gen
+
+/// Generates what `a` asks for; the files written.
+pub fn gen_cmd(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
+    match a.kind {
+        GenKind::Embedding => gen_embedding(a),
+        GenKind::Rmat => gen_rmat(a),
+        GenKind::Kg => gen_kg(a),
+    }
+}
+
+fn distribution(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
+    match a.distribution {
+        DistArg::Uniform => Ok(IndexDistribution::Uniform),
+        DistArg::Zipf if a.alpha.is_finite() && a.alpha > 0.0 => {
+            Ok(IndexDistribution::Zipf { alpha: a.alpha })
+        }
+        DistArg::Zipf => Err(usage(format!("--alpha {}: must be a positive number", a.alpha))),
+    }
+}
+
+/// Draws the sections of an embedding trace, batch by batch and table by table, handing each
+/// (offsets, row ids) to `sink`; one section's arrays and one batch's row ids per table (for
+/// --reuse) are held.
+fn draw_sections(
+    a: &GenArgs,
+    mut sink: impl FnMut(&[u64], &[u64]) -> Result<(), TraceCmdError>,
+) -> Result<(), TraceCmdError> {
+    let dist = distribution(a)?;
+    if a.tables == 0 || a.rows == 0 || a.batch == 0 || a.batches == 0 {
+        return Err(usage("--tables, --rows, --batch and --batches must be at least 1"));
+    }
+    if !(0.0..=1.0).contains(&a.reuse) {
+        return Err(usage(format!("--reuse {}: must be between 0 and 1", a.reuse)));
+    }
+    let seeds = SeedTree::new(a.seed);
+    let mut gens: Vec<IndexGenerator> = (0..a.tables)
+        .map(|t| IndexGenerator::new(dist, a.rows, seeds.stream(&format!("trace.table{t}"))))
+        .collect();
+    let mut reuse_rng = seeds.stream("trace.reuse");
+    let mut previous: Vec<Vec<u64>> = vec![Vec::new(); a.tables as usize];
+    let mut bag = Vec::new();
+    for _ in 0..a.batches {
+        for t in 0..a.tables as usize {
+            let (mut offsets, mut ids) = (vec![0u64], Vec::new());
+            for _ in 0..a.batch {
+                bag.clear();
+                for _ in 0..a.bag_size {
+                    let prev = &previous[t];
+                    // 53 random bits against the ratio: exact for 0 and 1.
+                    let u = (reuse_rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                    let id = if !prev.is_empty() && u < a.reuse {
+                        prev[(reuse_rng.next_u64() % prev.len() as u64) as usize]
+                    } else {
+                        gens[t].next_index()
+                    };
+                    bag.push(id);
+                }
+                if a.dedup {
+                    // Keeps each row's first lookup, in draw order.
+                    let mut seen = std::collections::HashSet::with_capacity(bag.len());
+                    bag.retain(|&i| seen.insert(i));
+                }
+                if a.sorted {
+                    bag.sort_unstable();
+                }
+                ids.extend_from_slice(&bag);
+                offsets.push(ids.len() as u64);
+            }
+            sink(&offsets, &ids)?;
+            previous[t] = ids;
+        }
+    }
+    Ok(())
+}
+
+fn gen_embedding(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
+    match a.format {
+        OutFormat::Daeidx => {
+            let dtype = match a.id_type {
+                Some(IdType::U64) => IndexDtype::U64,
+                Some(IdType::U32) => IndexDtype::U32,
+                None if a.rows <= IndexDtype::U32.max_rows() => IndexDtype::U32,
+                None => IndexDtype::U64,
+            };
+            let mut w =
+                TraceWriter::create(&a.out, Header::new(dtype, a.tables, a.batches, a.batch, a.rows))?;
+            draw_sections(a, |o, i| w.write_section(o, i).map_err(Into::into))?;
+            w.finish()?;
+            Ok(vec![a.out.clone()])
+        }
+        OutFormat::Npy => {
+            if a.batches != 1 {
+                return Err(usage("--format npy holds one batch (tables x batch bags): use --batches 1"));
+            }
+            let (mut offsets, mut indices) = (vec![0i64], Vec::new());
+            draw_sections(a, |o, i| {
+                let base = indices.len() as i64;
+                offsets.extend(o[1..].iter().map(|&x| base + x as i64));
+                indices.extend(i.iter().map(|&x| x as i64));
+                Ok(())
+            })?;
+            let stem = a.out.with_extension("");
+            let (op, ip) = (stem.with_extension("offsets.npy"), stem.with_extension("indices.npy"));
+            crate::npy::write(&op, &[offsets.len()], &offsets)?;
+            crate::npy::write(&ip, &[indices.len()], &indices)?;
+            Ok(vec![op, ip])
+        }
+    }
+}
+
+fn create_text(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, TraceCmdError> {
+    std::fs::File::create(path)
+        .map(std::io::BufWriter::new)
+        .map_err(|error| TraceCmdError::Io { file: path.display().to_string(), error })
+}
+
+fn gen_rmat(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
+    let spec = GraphSpec::Rmat { scale: a.scale, edge_factor: a.edge_factor, a: 0.57, b: 0.19, c: 0.19 };
+    spec.check().map_err(|(field, m)| {
+        usage(format!("--{}: {m}", field.trim_start_matches("graph.").replace('_', "-")))
+    })?;
+    let mut rng = SeedTree::new(a.seed).stream("trace.rmat");
+    let edges = compiler::graph::generate_edges(&spec, &mut rng);
+    let mut f = create_text(&a.out)?;
+    let io = |error| TraceCmdError::Io { file: a.out.display().to_string(), error };
+    writeln!(
+        f,
+        "# R-MAT graph (Graph500: a = 0.57, b = 0.19, c = 0.19), scale {}, edge factor {}, seed {}\n# {} vertices, {} edges (duplicates and self-loops kept)\n# from\tto",
+        a.scale,
+        a.edge_factor,
+        a.seed,
+        spec.vertices(),
+        edges.len()
+    )
+    .map_err(io)?;
+    for (s, d) in edges {
+        writeln!(f, "{s}\t{d}").map_err(io)?;
+    }
+    f.flush().map_err(io)?;
+    Ok(vec![a.out.clone()])
+}
+
+fn gen_kg(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
+    if a.entities == 0 || a.relations == 0 {
+        return Err(usage("--entities and --relations must be at least 1"));
+    }
+    let seeds = SeedTree::new(a.seed);
+    let dist = distribution(a)?;
+    let mut ent = IndexGenerator::new(dist, a.entities, seeds.stream("trace.kg.entities"));
+    let mut rel =
+        IndexGenerator::new(IndexDistribution::Uniform, a.relations, seeds.stream("trace.kg.relations"));
+    let mut f = create_text(&a.out)?;
+    let io = |error| TraceCmdError::Io { file: a.out.display().to_string(), error };
+    writeln!(
+        f,
+        "# synthetic KG: {} entities, {} relations, {} triples, seed {}\n# head\trelation\ttail",
+        a.entities, a.relations, a.triples, a.seed
+    )
+    .map_err(io)?;
+    for _ in 0..a.triples {
+        let (h, r, t) = (ent.next_index(), rel.next_index(), ent.next_index());
+        writeln!(f, "{h}\t{r}\t{t}").map_err(io)?;
+    }
+    f.flush().map_err(io)?;
+    Ok(vec![a.out.clone()])
+}
+
+// ---------------------------------------------------------------------------------------------
+// trace info
+
+/// Figures of one table (or of all of them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableStats {
+    /// Bags.
+    pub bags: u64,
+    /// Lookups.
+    pub lookups: u64,
+    /// The smallest bag.
+    pub min_bag: u64,
+    /// The largest bag.
+    pub max_bag: u64,
+    /// Lookups of each distinct row.
+    pub counts: HashMap<u64, u64>,
+}
+
+impl TableStats {
+    fn bag(&mut self, ids: &[u64]) {
+        let n = ids.len() as u64;
+        self.min_bag = if self.bags == 0 { n } else { self.min_bag.min(n) };
+        self.max_bag = self.max_bag.max(n);
+        self.bags += 1;
+        self.lookups += n;
+        for &i in ids {
+            *self.counts.entry(i).or_insert(0) += 1;
+        }
+    }
+
+    /// Distinct rows.
+    pub fn unique(&self) -> u64 {
+        self.counts.len() as u64
+    }
+
+    /// Distinct rows per lookup (0 without lookups).
+    pub fn unique_fraction(&self) -> f64 {
+        if self.lookups == 0 { 0.0 } else { self.unique() as f64 / self.lookups as f64 }
+    }
+
+    /// Mean lookups per bag.
+    pub fn mean_bag(&self) -> f64 {
+        if self.bags == 0 { 0.0 } else { self.lookups as f64 / self.bags as f64 }
+    }
+}
+
+/// Rows and lookups by how often a row is accessed: bucket `k` holds the rows accessed
+/// `2^k..2^(k+1) - 1` times (1, 2-3, 4-7, ...).
+pub fn reuse_histogram<'a>(tables: impl IntoIterator<Item = &'a TableStats>) -> Vec<(u64, u64)> {
+    let mut h: Vec<(u64, u64)> = Vec::new();
+    for t in tables {
+        for &c in t.counts.values() {
+            let k = (63 - c.max(1).leading_zeros()) as usize;
+            if h.len() <= k {
+                h.resize(k + 1, (0, 0));
+            }
+            h[k].0 += 1;
+            h[k].1 += c;
+        }
+    }
+    h
+}
+
+/// The figures of an index trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexStats {
+    /// Tables.
+    pub tables: u64,
+    /// Bags per table in a batch.
+    pub batch: u64,
+    /// Batches.
+    pub batches: u64,
+    /// Per table, over every batch.
+    pub per_table: Vec<TableStats>,
+}
+
+impl IndexStats {
+    /// The tables' figures together (distinct rows counted per table).
+    pub fn overall(&self) -> TableStats {
+        let mut all = TableStats::default();
+        for t in &self.per_table {
+            all.min_bag = if all.bags == 0 { t.min_bag } else { all.min_bag.min(t.min_bag) };
+            all.max_bag = all.max_bag.max(t.max_bag);
+            all.bags += t.bags;
+            all.lookups += t.lookups;
+        }
+        all
+    }
+
+    /// Distinct (table, row) pairs.
+    pub fn unique(&self) -> u64 {
+        self.per_table.iter().map(TableStats::unique).sum()
+    }
+}
+
+/// Streams a `.daeidx` trace into its figures.
+pub fn daeidx_stats(path: &Path) -> Result<(IndexStats, compiler::trace::Header), TraceCmdError> {
+    let mut r = TraceReader::open(path)?;
+    let h = *r.header();
+    let mut per_table = vec![TableStats::default(); h.tables as usize];
+    let mut bag = Vec::new();
+    while let Some((_, t)) = r.next_section()? {
+        while r.next_bag(&mut bag)?.is_some() {
+            per_table[t as usize].bag(&bag);
+        }
+    }
+    let stats =
+        IndexStats { tables: u64::from(h.tables), batch: h.batch, batches: u64::from(h.batches), per_table };
+    Ok((stats, h))
+}
+
+/// The figures of a `.npy` pair: table-major CSR offsets over `tables` tables and the row ids.
+pub fn npy_stats(offsets: &Path, indices: &Path, tables: u64) -> Result<IndexStats, TraceCmdError> {
+    let o = crate::npy_read::read_ints(offsets)?;
+    let i = crate::npy_read::read_ints(indices)?;
+    let name = offsets.display().to_string();
+    let bad = |message: String| TraceCmdError::Parse { file: name.clone(), line: 0, message };
+    let bags = o.len().saturating_sub(1) as u64;
+    if tables == 0 || !bags.is_multiple_of(tables) {
+        return Err(bad(format!("{bags} bags do not split into --tables {tables}")));
+    }
+    if o.first() != Some(&0) || o.last() != Some(&(i.len() as i64)) || o.windows(2).any(|w| w[1] < w[0]) {
+        return Err(bad(format!("offsets must run from 0, never decreasing, to the {} row ids", i.len())));
+    }
+    if let Some(j) = i.iter().position(|&x| x < 0) {
+        return Err(TraceCmdError::Parse {
+            file: indices.display().to_string(),
+            line: 0,
+            message: format!("indices[{j}] = {} is negative", i[j]),
+        });
+    }
+    let batch = bags / tables;
+    let mut per_table = vec![TableStats::default(); tables as usize];
+    let mut ids = Vec::new();
+    for (b, w) in o.windows(2).enumerate() {
+        ids.clear();
+        ids.extend(i[w[0] as usize..w[1] as usize].iter().map(|&x| x as u64));
+        per_table[(b as u64 / batch.max(1)) as usize].bag(&ids);
+    }
+    Ok(IndexStats { tables, batch, batches: 1, per_table })
+}
+
+/// The row bytes for the working set, and how they were chosen.
+fn row_bytes(a: &InfoArgs) -> (u64, String) {
+    let dim = a.dim.unwrap_or(64);
+    let dtype = a.dtype.unwrap_or(RowDtype::F32);
+    let d = match dtype {
+        RowDtype::F32 => Dtype::F32,
+        RowDtype::F16 => Dtype::F16,
+        RowDtype::Bf16 => Dtype::Bf16,
+        RowDtype::Int8 => Dtype::Int8,
+    };
+    let name = format!("{dtype:?}").to_lowercase();
+    let given = match (a.dim.is_some(), a.dtype.is_some()) {
+        (true, true) => "given",
+        (false, false) => "the defaults; --dim and --dtype set them",
+        _ => "partly the defaults (64, f32)",
+    };
+    (d.format().row_bytes(dim), format!("dim {dim} x {name}, {given}"))
+}
+
+fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
+    let kind = match (a.kind, &a.file, &a.offsets) {
+        (Some(k), _, _) => k,
+        (None, _, Some(_)) => InfoKind::Npy,
+        (None, Some(f), None) => match f.extension().and_then(|e| e.to_str()) {
+            Some("daeidx") => InfoKind::Daeidx,
+            Some("cites") => InfoKind::Cora,
+            _ => {
+                return Err(usage(format!(
+                    "{}: say what it is with --kind (daeidx, snap, cora, kg)",
+                    f.display()
+                )));
+            }
+        },
+        (None, None, None) => return Err(usage("give a FILE or --offsets and --indices")),
+    };
+    let file =
+        || a.file.clone().ok_or_else(|| usage(format!("--kind {kind:?}: give the FILE").to_lowercase()));
+    let value = match kind {
+        InfoKind::Daeidx => {
+            let f = file()?;
+            let (s, h) = daeidx_stats(&f)?;
+            let mut v = index_json(&s, a);
+            v["file"] = json!(f.display().to_string());
+            v["format"] = json!(format!(
+                ".daeidx version {}, {} row ids, rows < {}",
+                compiler::trace::VERSION,
+                h.dtype.name(),
+                h.rows
+            ));
+            v
+        }
+        InfoKind::Npy => {
+            let (Some(o), Some(i)) = (&a.offsets, &a.indices) else {
+                return Err(usage("--kind npy needs --offsets and --indices"));
+            };
+            let s = npy_stats(o, i, a.tables)?;
+            let mut v = index_json(&s, a);
+            v["file"] = json!(format!("{} + {}", o.display(), i.display()));
+            v["format"] = json!(".npy offsets and indices (table-major CSR)");
+            v
+        }
+        InfoKind::Snap | InfoKind::Cora => graph_json(&file()?, kind)?,
+        InfoKind::Kg => kg_json(&file()?)?,
+    };
+    if a.json {
+        return Ok(format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default()));
+    }
+    Ok(text(&value))
+}
+
+fn index_json(s: &IndexStats, a: &InfoArgs) -> Value {
+    let table = |t: &TableStats| {
+        json!({
+            "bags": t.bags, "lookups": t.lookups,
+            "lookups_per_bag": {"mean": t.mean_bag(), "min": t.min_bag, "max": t.max_bag},
+            "unique_rows": t.unique(), "unique_fraction": t.unique_fraction(),
+        })
+    };
+    let all = s.overall();
+    let unique = s.unique();
+    let (bytes, how) = row_bytes(a);
+    let hist: Vec<Value> = reuse_histogram(&s.per_table)
+        .iter()
+        .enumerate()
+        .map(|(k, &(rows, lookups))| {
+            let (lo, hi) = (1u64 << k, (1u64 << k) * 2 - 1);
+            json!({"accesses": if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }, "rows": rows, "lookups": lookups})
+        })
+        .collect();
+    json!({
+        "kind": "index trace",
+        "tables": s.tables, "batch": s.batch, "batches": s.batches,
+        "bags": all.bags, "lookups": all.lookups,
+        "lookups_per_bag": {"mean": all.mean_bag(), "min": all.min_bag, "max": all.max_bag},
+        "unique_rows": unique,
+        "unique_fraction": if all.lookups == 0 { 0.0 } else { unique as f64 / all.lookups as f64 },
+        "per_table": s.per_table.iter().map(table).collect::<Vec<_>>(),
+        "reuse_histogram": hist,
+        "working_set": {"bytes": unique.saturating_mul(bytes), "row_bytes": bytes, "rows": unique, "row": how},
+    })
+}
+
+fn read_text(path: &Path) -> Result<String, TraceCmdError> {
+    std::fs::read_to_string(path)
+        .map_err(|error| TraceCmdError::Io { file: path.display().to_string(), error })
+}
+
+fn graph_json(path: &Path, kind: InfoKind) -> Result<Value, TraceCmdError> {
+    let format = if kind == InfoKind::Cora { GraphFormat::Cora } else { GraphFormat::Snap };
+    let text = read_text(path)?;
+    let g =
+        compiler::graph::parse_edge_list(&text, format, false, false, None).map_err(|(line, message)| {
+            TraceCmdError::Parse { file: path.display().to_string(), line, message }
+        })?;
+    let n = g.vertices as usize;
+    let (mut indeg, mut outdeg) = (vec![0u64; n], vec![0u64; n]);
+    let mut distinct = std::collections::HashSet::new();
+    let mut self_loops = 0u64;
+    for &(s, d) in &g.edges {
+        outdeg[s as usize] += 1;
+        indeg[d as usize] += 1;
+        distinct.insert((s, d));
+        self_loops += u64::from(s == d);
+    }
+    let isolated = (0..n).filter(|&v| indeg[v] == 0 && outdeg[v] == 0).count();
+    let stats = |d: &[u64]| {
+        let max = d.iter().copied().max().unwrap_or(0);
+        json!({"mean": g.edges.len() as f64 / n.max(1) as f64, "max": max, "zero": d.iter().filter(|&&x| x == 0).count()})
+    };
+    Ok(json!({
+        "kind": format!("graph ({})", if kind == InfoKind::Cora { "cora" } else { "snap" }),
+        "file": path.display().to_string(),
+        "vertices": g.vertices, "edges": g.edges.len(), "distinct_edges": distinct.len(),
+        "self_loops": self_loops, "isolated_vertices": isolated,
+        "in_degree": stats(&indeg), "out_degree": stats(&outdeg),
+    }))
+}
+
+fn kg_json(path: &Path) -> Result<Value, TraceCmdError> {
+    let text = read_text(path)?;
+    let triples = compiler::parse_triples(&text, 1 << 32, 1 << 32).map_err(|(line, message)| {
+        TraceCmdError::Parse { file: path.display().to_string(), line, message }
+    })?;
+    let mut ents = std::collections::HashSet::new();
+    let mut rels = std::collections::HashSet::new();
+    let (mut max_e, mut max_r) = (0u32, 0u32);
+    for &[h, r, t] in &triples {
+        ents.insert(h);
+        ents.insert(t);
+        rels.insert(r);
+        max_e = max_e.max(h).max(t);
+        max_r = max_r.max(r);
+    }
+    Ok(json!({
+        "kind": "knowledge-graph triples",
+        "file": path.display().to_string(),
+        "triples": triples.len(),
+        "entities_seen": ents.len(), "entity_ids": if triples.is_empty() { 0 } else { u64::from(max_e) + 1 },
+        "relations_seen": rels.len(), "relation_ids": if triples.is_empty() { 0 } else { u64::from(max_r) + 1 },
+    }))
+}
+
+/// The text form of `info`'s figures.
+fn text(v: &Value) -> String {
+    let mut s = String::new();
+    let g = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    s += &format!("{}: {}\n", g("file").as_str().unwrap_or(""), g("kind").as_str().unwrap_or(""));
+    if g("kind") == "index trace" {
+        s += &format!("format: {}\n", g("format").as_str().unwrap_or(""));
+        s += &format!(
+            "tables {}, batch {} (bags per table), batches {}: {} bags, {} lookups\n\n",
+            g("tables"),
+            g("batch"),
+            g("batches"),
+            g("bags"),
+            g("lookups")
+        );
+        s += "table      bags    lookups  per bag: mean   min   max  unique rows  unique/lookups\n";
+        let row = |name: String, t: &Value| {
+            let p = &t["lookups_per_bag"];
+            format!(
+                "{name:<5} {:>9} {:>10} {:>15.2} {:>5} {:>5} {:>12} {:>15.4}\n",
+                t["bags"].to_string(),
+                t["lookups"].to_string(),
+                p["mean"].as_f64().unwrap_or(0.0),
+                p["min"].to_string(),
+                p["max"].to_string(),
+                t["unique_rows"].to_string(),
+                t["unique_fraction"].as_f64().unwrap_or(0.0)
+            )
+        };
+        for (k, t) in g("per_table").as_array().into_iter().flatten().enumerate() {
+            s += &row(k.to_string(), t);
+        }
+        s += &row("all".into(), v);
+        s += "\nreuse histogram (rows of every table by their accesses):\naccesses        rows     lookups\n";
+        for b in g("reuse_histogram").as_array().into_iter().flatten() {
+            s += &format!(
+                "{:<10} {:>9} {:>11}\n",
+                b["accesses"].as_str().unwrap_or(""),
+                b["rows"].to_string(),
+                b["lookups"].to_string()
+            );
+        }
+        let w = g("working_set");
+        let bytes = w["bytes"].as_u64().unwrap_or(0);
+        s += &format!(
+            "\nworking set: {} unique rows x {} B = {bytes} B ({:.2} MiB; rows of {})\n",
+            w["rows"],
+            w["row_bytes"],
+            bytes as f64 / (1u64 << 20) as f64,
+            w["row"].as_str().unwrap_or("")
+        );
+    } else {
+        for (k, val) in v.as_object().into_iter().flatten() {
+            if k != "file" && k != "kind" {
+                s += &format!("{k}: {val}\n");
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,261 @@
+//! `dae-sim trace gen` and `dae-sim trace info`: deterministic, shaped as asked (skew, dedup,
+//! sorted bags, inter-batch reuse), and info's figures equal ones computed by hand.
+
+use compiler::trace::{Header, IndexDtype, TraceReader, TraceWriter};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A fresh, empty directory under the system's temporary directory.
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("dae-sim-test-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temporary directory");
+    d
+}
+
+/// Runs the `dae-sim` binary with `args`.
+fn dae_sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dae-sim")).args(args).output().expect("run dae-sim")
+}
+
+/// Runs `dae-sim trace ARGS`, which must succeed.
+fn trace(args: &[&str]) -> String {
+    let mut all = vec!["trace"];
+    all.extend_from_slice(args);
+    let o = dae_sim(&all);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Every bag of a `.daeidx` file, per batch: `bags[batch][table]` is a list of bags.
+fn bags(path: &Path) -> Vec<Vec<Vec<Vec<u64>>>> {
+    let mut r = TraceReader::open(path).unwrap();
+    let h = *r.header();
+    let mut out = vec![vec![Vec::new(); h.tables as usize]; h.batches as usize];
+    let mut bag = Vec::new();
+    while let Some((b, t)) = r.next_section().unwrap() {
+        while r.next_bag(&mut bag).unwrap().is_some() {
+            out[b as usize][t as usize].push(bag.clone());
+        }
+    }
+    out
+}
+
+fn generate(dir: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = dir.join(name);
+    let mut args = vec!["gen", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    trace(&args);
+    out
+}
+
+#[test]
+fn gen_is_deterministic_for_a_seed() {
+    let dir = temp_dir("trace-gen-seed");
+    let opts = ["--tables", "3", "--rows", "5000", "--batch", "64", "--bag-size", "10", "--batches", "2"];
+    let a = generate(&dir, "a.daeidx", &[&opts[..], &["--seed", "5", "--distribution", "zipf"]].concat());
+    let b = generate(&dir, "b.daeidx", &[&opts[..], &["--seed", "5", "--distribution", "zipf"]].concat());
+    let c = generate(&dir, "c.daeidx", &[&opts[..], &["--seed", "6", "--distribution", "zipf"]].concat());
+    let (a, b, c) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), std::fs::read(c).unwrap());
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+/// The share of lookups that go to the most accessed 1% of `rows` rows.
+fn top_percent_share(path: &Path, rows: usize) -> f64 {
+    let mut counts: HashMap<u64, u64> = HashMap::new();
+    let mut total = 0;
+    for bag in bags(path).concat().concat() {
+        for i in bag {
+            *counts.entry(i).or_insert(0) += 1;
+            total += 1;
+        }
+    }
+    let mut c: Vec<u64> = counts.into_values().collect();
+    c.sort_unstable_by(|a, b| b.cmp(a));
+    c.iter().take(rows / 100).sum::<u64>() as f64 / total as f64
+}
+
+#[test]
+fn zipf_is_skewed_and_uniform_is_not() {
+    let dir = temp_dir("trace-gen-skew");
+    // 20 lookups per row on average: uniform counts stay near their mean.
+    let opts = ["--rows", "1000", "--batch", "1000", "--bag-size", "20"];
+    let z = generate(&dir, "z.daeidx", &[&opts[..], &["--distribution", "zipf", "--alpha", "1.05"]].concat());
+    let u = generate(&dir, "u.daeidx", &opts);
+    let (zs, us) = (top_percent_share(&z, 1000), top_percent_share(&u, 1000));
+    assert!(zs > 0.3, "zipf: the top 1% of rows take {zs:.3} of the lookups");
+    assert!(us < 0.02, "uniform: the top 1% of rows take {us:.3} of the lookups");
+}
+
+#[test]
+fn dedup_and_sorted_bags() {
+    let dir = temp_dir("trace-gen-bags");
+    let opts = ["--rows", "50", "--batch", "200", "--bag-size", "30", "--tables", "2"];
+    let d = generate(&dir, "d.daeidx", &[&opts[..], &["--dedup"]].concat());
+    let all = bags(&d).concat().concat();
+    assert!(all.iter().all(|b| b.iter().collect::<HashSet<_>>().len() == b.len()), "repeats in a bag");
+    assert!(all.iter().any(|b| b.len() < 30), "30 draws of 50 rows repeat some");
+    assert!(all.iter().any(|b| !b.is_sorted()), "unsorted without --sorted");
+    let s = generate(&dir, "s.daeidx", &[&opts[..], &["--sorted"]].concat());
+    let all = bags(&s).concat().concat();
+    assert!(all.iter().all(|b| b.is_sorted() && b.len() == 30));
+    assert!(all.iter().any(|b| b.windows(2).any(|w| w[0] == w[1])), "repeats kept without --dedup");
+}
+
+#[test]
+fn reuse_draws_that_share_of_a_batch_from_the_previous_one() {
+    let dir = temp_dir("trace-gen-reuse");
+    let opts = ["--rows", "100000000", "--batch", "500", "--bag-size", "20", "--batches", "3"];
+    for (reuse, lo, hi) in [("0.5", 0.46, 0.54), ("0", 0.0, 0.001)] {
+        let p = generate(&dir, "r.daeidx", &[&opts[..], &["--reuse", reuse]].concat());
+        let b = bags(&p);
+        for k in 1..3 {
+            let before: HashSet<u64> = b[k - 1][0].concat().into_iter().collect();
+            let now = b[k][0].concat();
+            let hits = now.iter().filter(|i| before.contains(i)).count() as f64 / now.len() as f64;
+            assert!(
+                (lo..=hi).contains(&hits),
+                "--reuse {reuse}: batch {k}: {hits:.3} of the lookups hit batch {}",
+                k - 1
+            );
+        }
+    }
+}
+
+#[test]
+fn info_figures_equal_those_computed_by_hand() {
+    let dir = temp_dir("trace-info");
+    let p = dir.join("hand.daeidx");
+    // Table 0: bags [1, 1, 2] and [3]; table 1: bags [5] and [5, 5, 5, 6].
+    let mut w = TraceWriter::create(&p, Header::new(IndexDtype::U64, 2, 1, 2, 10)).unwrap();
+    w.write_section(&[0, 3, 4], &[1, 1, 2, 3]).unwrap();
+    w.write_section(&[0, 1, 5], &[5, 5, 5, 5, 6]).unwrap();
+    w.finish().unwrap();
+    let out = trace(&["info", p.to_str().unwrap(), "--json", "--dim", "16", "--dtype", "f16"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["tables"].as_u64(), v["batch"].as_u64(), v["bags"].as_u64()), (Some(2), Some(2), Some(4)));
+    assert_eq!(v["lookups"], 9);
+    assert_eq!(v["lookups_per_bag"]["mean"], 2.25);
+    assert_eq!(
+        (v["lookups_per_bag"]["min"].as_u64(), v["lookups_per_bag"]["max"].as_u64()),
+        (Some(1), Some(4))
+    );
+    // Unique rows: {1, 2, 3} and {5, 6}.
+    assert_eq!(v["per_table"][0]["unique_rows"], 3);
+    assert_eq!(v["per_table"][0]["unique_fraction"], 0.75);
+    assert_eq!(v["per_table"][1]["unique_rows"], 2);
+    assert_eq!(v["per_table"][1]["unique_fraction"], 0.4);
+    assert_eq!(v["unique_rows"], 5);
+    assert_eq!(v["unique_fraction"], 5.0 / 9.0);
+    // Accessed once: rows 2, 3, 6; twice: row 1; four times: row 5.
+    let hist: Vec<(String, u64, u64)> = v["reuse_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["accesses"].as_str().unwrap().to_string(),
+                b["rows"].as_u64().unwrap(),
+                b["lookups"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(hist, [("1".to_string(), 3, 3), ("2-3".to_string(), 1, 2), ("4-7".to_string(), 1, 4)]);
+    // 5 rows of 16 f16 values.
+    assert_eq!(v["working_set"]["bytes"], 5 * 32);
+    let text = trace(&["info", p.to_str().unwrap()]);
+    assert!(text.contains("5 unique rows x 256 B = 1280 B") && text.contains("the defaults"), "{text}");
+}
+
+#[test]
+fn npy_output_reads_back_with_the_same_figures() {
+    let dir = temp_dir("trace-npy");
+    let opts = ["--tables", "2", "--rows", "300", "--batch", "40", "--bag-size", "6", "--seed", "3"];
+    let d = generate(&dir, "t.daeidx", &opts);
+    generate(&dir, "t.npy", &[&opts[..], &["--format", "npy"]].concat());
+    let (o, i) = (dir.join("t.offsets.npy"), dir.join("t.indices.npy"));
+    let a: serde_json::Value =
+        serde_json::from_str(&trace(&["info", d.to_str().unwrap(), "--json"])).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&trace(&[
+        "info",
+        "--offsets",
+        o.to_str().unwrap(),
+        "--indices",
+        i.to_str().unwrap(),
+        "--tables",
+        "2",
+        "--json",
+    ]))
+    .unwrap();
+    for k in ["tables", "batch", "lookups", "unique_rows", "per_table", "reuse_histogram", "working_set"] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+    assert_eq!(dae_sim::npy_read::read_ints(&o).unwrap().len(), 81);
+}
+
+#[test]
+fn rmat_and_kg_files_read_back() {
+    let dir = temp_dir("trace-graphs");
+    let g = generate(&dir, "g.txt", &["--kind", "rmat", "--scale", "8", "--edge-factor", "4"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&trace(&["info", "--kind", "snap", g.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(v["edges"], 1024);
+    assert!(v["vertices"].as_u64().unwrap() <= 256);
+    assert!(v["in_degree"]["max"].as_u64().unwrap() > 16, "R-MAT's skew: {v}");
+    let k = generate(
+        &dir,
+        "k.tsv",
+        &["--kind", "kg", "--entities", "100", "--relations", "5", "--triples", "500"],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&trace(&["info", "--kind", "kg", k.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(v["triples"], 500);
+    assert!(v["entity_ids"].as_u64().unwrap() <= 100 && v["relation_ids"].as_u64().unwrap() <= 5, "{v}");
+}
+
+#[test]
+fn info_on_the_shipped_datasets_matches_their_readmes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let v: serde_json::Value =
+        serde_json::from_str(&trace(&["info", root.join("cora/cora.cites").to_str().unwrap(), "--json"]))
+            .unwrap();
+    // traces/cora/README.md and ../shared/datasets/README.md: 2,708 papers, 5,429 citations,
+    // at most 166 citations of one paper.
+    assert_eq!((v["vertices"].as_u64(), v["edges"].as_u64()), (Some(2708), Some(5429)));
+    assert_eq!(v["in_degree"]["max"], 166);
+    let f = root.join("fb15k-237/test.ids.tsv");
+    let v: serde_json::Value =
+        serde_json::from_str(&trace(&["info", "--kind", "kg", f.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(
+        (v["triples"].as_u64(), v["entity_ids"].as_u64(), v["relation_ids"].as_u64()),
+        (Some(20466), Some(14541), Some(237))
+    );
+    let ex = root.join("example.daeidx");
+    let v: serde_json::Value =
+        serde_json::from_str(&trace(&["info", ex.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(v["lookups"], 512);
+}
+
+#[test]
+fn bad_options_and_files_are_errors() {
+    let dir = temp_dir("trace-bad-opts");
+    let out = dir.join("x.daeidx");
+    for (args, want) in [
+        (vec!["--reuse", "1.5"], "--reuse 1.5: must be between 0 and 1"),
+        (vec!["--distribution", "zipf", "--alpha=-1"], "--alpha -1: must be a positive number"),
+        (vec!["--format", "npy", "--batches", "2"], "holds one batch"),
+    ] {
+        let mut all = vec!["trace", "gen", "--out", out.to_str().unwrap()];
+        all.extend(args);
+        let o = dae_sim(&all);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    std::fs::write(&out, b"DAEINDEX").unwrap();
+    let o = dae_sim(&["trace", "info", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("x.daeidx: truncated at byte 8"), "{err}");
+}
