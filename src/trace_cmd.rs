@@ -336,6 +336,9 @@ fn gen_embedding(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
             if a.batches != 1 {
                 return Err(usage("--format npy holds one batch (tables x batch bags): use --batches 1"));
             }
+            if a.rows > i64::MAX as u64 {
+                return Err(usage(format!("--rows {}: .npy row ids are int64", a.rows)));
+            }
             let (mut offsets, mut indices) = (vec![0i64], Vec::new());
             draw_sections(a, |o, i| {
                 let base = indices.len() as i64;
@@ -508,11 +511,17 @@ impl IndexStats {
 pub fn daeidx_stats(path: &Path) -> Result<(IndexStats, compiler::trace::Header), TraceCmdError> {
     let mut r = TraceReader::open(path)?;
     let h = *r.header();
-    let mut per_table = vec![TableStats::default(); h.tables as usize];
+    // Grown as sections arrive, not from the header's table count: a file of no batches may
+    // claim 2^32 tables.
+    let mut per_table: Vec<TableStats> = Vec::new();
     let mut bag = Vec::new();
     while let Some((_, t)) = r.next_section()? {
+        let t = t as usize;
+        if per_table.len() <= t {
+            per_table.resize(t + 1, TableStats::default());
+        }
         while r.next_bag(&mut bag)?.is_some() {
-            per_table[t as usize].bag(&bag);
+            per_table[t].bag(&bag);
         }
     }
     let stats =

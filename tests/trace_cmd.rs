@@ -254,6 +254,11 @@ fn bad_options_and_files_are_errors() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(want), "{want}: {err}");
     }
+    // A valid file of no batches that claims 2^32 - 1 tables: figures, not an allocation.
+    TraceWriter::create(&out, Header::new(IndexDtype::U32, u32::MAX, 0, 5, 10)).unwrap().finish().unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&trace(&["info", out.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!((v["tables"].as_u64(), v["lookups"].as_u64()), (Some(u64::from(u32::MAX)), Some(0)));
     std::fs::write(&out, b"DAEINDEX").unwrap();
     let o = dae_sim(&["trace", "info", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
