@@ -235,3 +235,28 @@ fn the_writer_refuses_what_the_reader_would() {
     let w = TraceWriter::create(&p, Header::new(IndexDtype::U32, 1, 1, 2, 10)).unwrap();
     assert!(w.finish().unwrap_err().to_string().contains("0 sections written"));
 }
+
+#[test]
+fn a_file_built_from_the_readme_tables_alone_reads_back() {
+    // What traces/README.md's Python example writes: one batch, one table, bags [3, 1] and [4]
+    // over 10 rows, u32 row ids.
+    let mut b = b"DAEINDEX".to_vec();
+    b.extend_from_slice(&1u16.to_le_bytes());
+    b.extend_from_slice(&[4, 0]);
+    for x in [1u32, 1, 0] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    for x in [2u64, 10, 3, 0, 2, 3] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    for x in [3u32, 1, 4] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    let sum = crc32fast::hash(&b);
+    b.extend_from_slice(&sum.to_le_bytes());
+    let p = dir().join("readme.daeidx");
+    std::fs::write(&p, &b).unwrap();
+    let batch = read_all(&p, 0, None).unwrap();
+    assert_eq!((batch.offsets, batch.indices), (vec![0, 2, 3], vec![3, 1, 4]));
+    assert_eq!(batch.header, Header { lookups: 3, ..Header::new(IndexDtype::U32, 1, 1, 2, 10) });
+}
