@@ -182,6 +182,8 @@ pub enum InfoKind {
     Snap,
     /// LINQS Cora's `.cites` (`cited citing` lines).
     Cora,
+    /// A Matrix Market coordinate file (`.mtx`).
+    Mtx,
     /// Knowledge-graph triples (`head relation tail` integer lines).
     Kg,
 }
@@ -205,7 +207,7 @@ pub struct InfoArgs {
     /// The trace (a .daeidx file, a graph or a triples file).
     #[arg(value_name = "FILE", required_unless_present = "offsets")]
     pub file: Option<PathBuf>,
-    /// What FILE is [default: daeidx for .daeidx, cora for .cites, npy with --offsets].
+    /// What FILE is [default: daeidx for .daeidx, cora for .cites, mtx for .mtx, npy with --offsets].
     #[arg(long, value_enum)]
     pub kind: Option<InfoKind>,
     /// A .npy offsets file (table-major CSR over tables x batch).
@@ -586,9 +588,10 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
         (None, Some(f), None) => match f.extension().and_then(|e| e.to_str()) {
             Some("daeidx") => InfoKind::Daeidx,
             Some("cites") => InfoKind::Cora,
+            Some("mtx") => InfoKind::Mtx,
             _ => {
                 return Err(usage(format!(
-                    "{}: say what it is with --kind (daeidx, snap, cora, kg)",
+                    "{}: say what it is with --kind (daeidx, snap, cora, mtx, kg)",
                     f.display()
                 )));
             }
@@ -621,7 +624,7 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
             v["format"] = json!(".npy offsets and indices (table-major CSR)");
             v
         }
-        InfoKind::Snap | InfoKind::Cora => graph_json(&file()?, kind)?,
+        InfoKind::Snap | InfoKind::Cora | InfoKind::Mtx => graph_json(&file()?, kind)?,
         InfoKind::Kg => kg_json(&file()?)?,
     };
     if a.json {
@@ -668,7 +671,11 @@ fn read_text(path: &Path) -> Result<String, TraceCmdError> {
 }
 
 fn graph_json(path: &Path, kind: InfoKind) -> Result<Value, TraceCmdError> {
-    let format = if kind == InfoKind::Cora { GraphFormat::Cora } else { GraphFormat::Snap };
+    let (format, name) = match kind {
+        InfoKind::Cora => (GraphFormat::Cora, "cora"),
+        InfoKind::Mtx => (GraphFormat::Mtx, "mtx"),
+        _ => (GraphFormat::Snap, "snap"),
+    };
     let text = read_text(path)?;
     let g =
         compiler::graph::parse_edge_list(&text, format, false, false, None).map_err(|(line, message)| {
@@ -690,7 +697,7 @@ fn graph_json(path: &Path, kind: InfoKind) -> Result<Value, TraceCmdError> {
         json!({"mean": g.edges.len() as f64 / n.max(1) as f64, "max": max, "zero": d.iter().filter(|&&x| x == 0).count()})
     };
     Ok(json!({
-        "kind": format!("graph ({})", if kind == InfoKind::Cora { "cora" } else { "snap" }),
+        "kind": format!("graph ({name})"),
         "file": path.display().to_string(),
         "vertices": g.vertices, "edges": g.edges.len(), "distinct_edges": distinct.len(),
         "self_loops": self_loops, "isolated_vertices": isolated,

@@ -26,7 +26,15 @@
 //!   appearance, reading each line left to right (its cited paper, then its citing one); the
 //!   graph has as many vertices as distinct papers (`vertices`, if given, must equal that).
 //!
-//! In both, blank lines and lines starting with `#` are skipped, and a `\r` before the line's
+//! - `format = "mtx"` (Matrix Market, as SuiteSparse and SNAP's `.mtx` releases): a
+//!   `%%MatrixMarket matrix coordinate pattern|real|integer general|symmetric` banner, `%`
+//!   comments, a `rows cols entries` size line, then `i j [value]` entries with 1-based ids,
+//!   the edge `i -> j` (row to column: the adjacency matrix's convention); values are ignored.
+//!   The matrix must be square (its size is the vertex count) and hold exactly `entries`
+//!   entries. A `symmetric` matrix stores one triangle: each off-diagonal entry is both
+//!   directions, as if `symmetric = true`.
+//!
+//! In the first two, blank lines and lines starting with `#` are skipped, and a `\r` before the line's
 //! end is ignored (CRLF files). `symmetric = true` adds each edge's reverse right after it (a
 //! self-loop once), the undirected graph GCN-style layers aggregate over; `dedup = true` then
 //! drops every edge equal to an earlier one. Edges keep the file's order otherwise.
@@ -86,6 +94,8 @@ pub enum GraphFormat {
     Snap,
     /// LINQS's `cora.cites`: `cited citing`, paper ids mapped to dense ids.
     Cora,
+    /// Matrix Market coordinate format: 1-based `i j [value]` entries of a square matrix.
+    Mtx,
 }
 
 /// A graph's edges, `(source, destination)` in the file's order, over `vertices` vertices.
@@ -154,7 +164,7 @@ impl TryFrom<RawGraph> for GraphSpec {
                 if rmat_keys {
                     return Err("scale, edge_factor, a, b and c are for generator = \"rmat\"".into());
                 }
-                let format = r.format.ok_or("missing field `format` (\"snap\" or \"cora\")")?;
+                let format = r.format.ok_or("missing field `format` (\"snap\", \"cora\" or \"mtx\")")?;
                 Ok(GraphSpec::File(FileGraph {
                     file,
                     format,
@@ -194,6 +204,9 @@ pub fn parse_edge_list<'a>(
     {
         return Err((0, format!("vertices = {n} is outside 1..={max_vertices}")));
     }
+    if format == GraphFormat::Mtx {
+        return parse_matrix_market(text, symmetric, dedup, vertices);
+    }
     let limit = vertices.unwrap_or(max_vertices);
     let mut dense: std::collections::HashMap<&'a str, u32> = std::collections::HashMap::new();
     let mut edges: Vec<(u32, u32)> = Vec::new();
@@ -209,8 +222,8 @@ pub fn parse_edge_list<'a>(
         let fields: Vec<&str> = trimmed.split_whitespace().collect();
         if fields.len() != 2 {
             let what = match format {
-                GraphFormat::Snap => "`from to`",
                 GraphFormat::Cora => "`cited citing`",
+                _ => "`from to`",
             };
             return Err((
                 line_no,
@@ -219,7 +232,7 @@ pub fn parse_edge_list<'a>(
         }
         let mut id = |token: &'a str| -> Result<u32, String> {
             match format {
-                GraphFormat::Snap => {
+                GraphFormat::Snap | GraphFormat::Mtx => {
                     let v: u64 = token
                         .parse()
                         .map_err(|_| format!("{token:?} is not a vertex id (a non-negative integer)"))?;
@@ -257,8 +270,8 @@ pub fn parse_edge_list<'a>(
             (id(fields[0]).map_err(|e| (line_no, e))?, id(fields[1]).map_err(|e| (line_no, e))?);
         // Cora: the second paper cites the first.
         let (src, dst) = match format {
-            GraphFormat::Snap => (first, second),
             GraphFormat::Cora => (second, first),
+            _ => (first, second),
         };
         let reverse = (symmetric && src != dst).then_some((dst, src));
         for e in std::iter::once((src, dst)).chain(reverse) {
@@ -280,6 +293,120 @@ pub fn parse_edge_list<'a>(
         Some(n) => n,
         None => top,
     };
+    Ok(EdgeList { vertices, edges })
+}
+
+/// Parses a Matrix Market coordinate file (see the module docs); `vertices`, if given, must be
+/// the matrix's size.
+fn parse_matrix_market(
+    text: &str,
+    symmetric: bool,
+    dedup: bool,
+    vertices: Option<u64>,
+) -> Result<EdgeList, (usize, String)> {
+    let max_vertices = 1u64 << MAX_SCALE;
+    let mut lines =
+        text.split('\n').enumerate().map(|(n, raw)| (n + 1, raw.strip_suffix('\r').unwrap_or(raw)));
+    let (_, banner) = lines.next().ok_or((0, "empty file".to_string()))?;
+    let words: Vec<String> = banner.split_whitespace().map(str::to_ascii_lowercase).collect();
+    if words.first().map(String::as_str) != Some("%%matrixmarket") || words.len() != 5 {
+        let want = "`%%MatrixMarket matrix coordinate <field> <symmetry>`";
+        return Err((1, format!("expected {want}, found {banner:?}")));
+    }
+    if words[1] != "matrix" || words[2] != "coordinate" {
+        let found = format!("{} {}", words[1], words[2]);
+        return Err((1, format!("only `matrix coordinate` files are graphs, found `{found}`")));
+    }
+    let values = match words[3].as_str() {
+        "pattern" => 0,
+        "real" | "integer" => 1,
+        other => return Err((1, format!("field {other:?}: expected pattern, real or integer"))),
+    };
+    let both = match words[4].as_str() {
+        "general" => false,
+        "symmetric" => true,
+        other => return Err((1, format!("symmetry {other:?}: expected general or symmetric"))),
+    };
+    let mut size: Option<(u64, usize)> = None;
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut entries = 0usize;
+    for (line_no, line) in lines {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('%') {
+            continue;
+        }
+        let fields: Vec<&str> = trimmed.split_whitespace().collect();
+        let Some((n, declared)) = size else {
+            let [rows, cols, nnz] = fields[..] else {
+                return Err((
+                    line_no,
+                    format!("expected the size line `rows cols entries`, found {trimmed:?}"),
+                ));
+            };
+            let num = |t: &str, what: &str| -> Result<u64, (usize, String)> {
+                t.parse().map_err(|_| (line_no, format!("{what} {t:?} is not a non-negative integer")))
+            };
+            let (rows, cols, nnz) = (num(rows, "rows")?, num(cols, "cols")?, num(nnz, "entries")?);
+            if rows != cols {
+                return Err((
+                    line_no,
+                    format!("a {rows} x {cols} matrix is not square: not an adjacency matrix"),
+                ));
+            }
+            if !(1..=max_vertices).contains(&rows) {
+                return Err((line_no, format!("{rows} vertices is outside 1..={max_vertices}")));
+            }
+            if let Some(v) = vertices.filter(|&v| v != rows) {
+                return Err((line_no, format!("the matrix has {rows} vertices, but vertices = {v}")));
+            }
+            if nnz > u64::from(u32::MAX) {
+                return Err((line_no, format!("{nnz} entries: more than 32-bit offsets hold")));
+            }
+            size = Some((rows, nnz as usize));
+            continue;
+        };
+        if fields.len() != 2 + values {
+            let want = if values == 0 { "`i j`" } else { "`i j value`" };
+            let found = fields.len();
+            return Err((
+                line_no,
+                format!("expected {want} ({} fields), found {found} in {trimmed:?}", 2 + values),
+            ));
+        }
+        entries += 1;
+        if entries > declared {
+            return Err((line_no, format!("more entries than the {declared} the size line declares")));
+        }
+        let id = |t: &str| -> Result<u32, (usize, String)> {
+            match t.parse::<u64>() {
+                Ok(v) if (1..=n).contains(&v) => Ok((v - 1) as u32),
+                _ => Err((line_no, format!("{t:?} is not a vertex id in 1..={n}"))),
+            }
+        };
+        let (src, dst) = (id(fields[0])?, id(fields[1])?);
+        if values == 1 && fields[2].parse::<f64>().is_err() {
+            return Err((line_no, format!("value {:?} is not a number", fields[2])));
+        }
+        let reverse = ((both || symmetric) && src != dst).then_some((dst, src));
+        for e in std::iter::once((src, dst)).chain(reverse) {
+            if !dedup || seen.insert(e) {
+                edges.push(e);
+            }
+        }
+        if edges.len() as u64 > u64::from(u32::MAX) {
+            return Err((line_no, "more edges than 32-bit offsets hold".into()));
+        }
+    }
+    let Some((vertices, declared)) = size else {
+        return Err((0, "no size line `rows cols entries`".into()));
+    };
+    if entries != declared {
+        return Err((0, format!("{entries} entries, but the size line declares {declared}")));
+    }
+    if edges.is_empty() {
+        return Err((0, "no edges".into()));
+    }
     Ok(EdgeList { vertices, edges })
 }
 
@@ -428,6 +555,58 @@ pub fn csr_by_destination(n: u64, edges: &[(u32, u32)]) -> Csr {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    fn mtx(text: &str, symmetric: bool) -> Result<EdgeList, (usize, String)> {
+        parse_edge_list(text, GraphFormat::Mtx, symmetric, false, None)
+    }
+
+    #[test]
+    fn matrix_market_entries_are_one_based_edges_row_to_column() {
+        let text = "%%MatrixMarket matrix coordinate pattern general\n% a comment\n3 3 3\n1 2\n2 3\n3 3\n";
+        let g = mtx(text, false).unwrap();
+        assert_eq!(g.vertices, 3);
+        assert_eq!(g.edges, [(0, 1), (1, 2), (2, 2)]);
+        // Values are read and ignored; CRLF and upper-case banners are fine.
+        let text = "%%MatrixMarket Matrix Coordinate Real General\r\n2 2 2\r\n1 2 0.5\r\n2 1 -3e2\r\n";
+        assert_eq!(mtx(text, false).unwrap().edges, [(0, 1), (1, 0)]);
+        // A symmetric matrix stores one triangle: off-diagonal entries are both directions.
+        let text = "%%MatrixMarket matrix coordinate integer symmetric\n3 3 2\n2 1 7\n3 3 1\n";
+        assert_eq!(mtx(text, false).unwrap().edges, [(1, 0), (0, 1), (2, 2)]);
+        // symmetric = true does the same to a general one; dedup then drops repeats.
+        let text = "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n1 2\n2 1\n";
+        assert_eq!(mtx(text, true).unwrap().edges, [(0, 1), (1, 0), (1, 0), (0, 1)]);
+        let g = parse_edge_list(text, GraphFormat::Mtx, true, true, None).unwrap();
+        assert_eq!(g.edges, [(0, 1), (1, 0)]);
+    }
+
+    #[test]
+    fn a_bad_matrix_market_file_names_the_line() {
+        let head = "%%MatrixMarket matrix coordinate pattern general\n";
+        for (text, line, want) in [
+            ("%%MatrixMarket matrix array real general\n2 2\n", 1, "only `matrix coordinate`"),
+            ("3 3 1\n1 2\n", 1, "expected `%%MatrixMarket"),
+            ("%%MatrixMarket matrix coordinate complex general\n", 1, "field \"complex\""),
+            ("%%MatrixMarket matrix coordinate pattern hermitian\n", 1, "symmetry \"hermitian\""),
+            (&format!("{head}2 3 1\n1 2\n"), 2, "not square"),
+            (&format!("{head}2 2 1\n0 1\n"), 3, "\"0\" is not a vertex id in 1..=2"),
+            (&format!("{head}2 2 1\n1 3\n"), 3, "\"3\" is not a vertex id in 1..=2"),
+            (&format!("{head}2 2 1\n1 2\n2 1\n"), 4, "more entries than the 1"),
+            (&format!("{head}2 2 3\n1 2\n"), 0, "1 entries, but the size line declares 3"),
+            (&format!("{head}2 2 1\n1 2 5\n"), 3, "expected `i j` (2 fields), found 3"),
+            (
+                "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 x\n",
+                3,
+                "value \"x\" is not a number",
+            ),
+            (head, 0, "no size line"),
+        ] {
+            let (at, why) = mtx(text, false).unwrap_err();
+            assert_eq!(at, line, "{text:?}: {why}");
+            assert!(why.contains(want), "{text:?}: {why}");
+        }
+        let e = parse_edge_list(&format!("{head}2 2 1\n1 2\n"), GraphFormat::Mtx, false, false, Some(3));
+        assert!(e.unwrap_err().1.contains("the matrix has 2 vertices, but vertices = 3"));
+    }
 
     fn rmat(scale: u32, edge_factor: u32) -> GraphSpec {
         GraphSpec::Rmat { scale, edge_factor, a: 0.57, b: 0.19, c: 0.19 }
