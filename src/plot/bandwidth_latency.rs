@@ -2,7 +2,7 @@
 //! bandwidth achieved, one curve per traffic kind) with, optionally, systems' operating points
 //! on them (each run's achieved bandwidth and the mean latency its memory saw).
 
-use super::{Area, COLOURS};
+use super::{Area, COLOURS, chart_on, fail, mesh, tick};
 use crate::mem_frontend::{Curve, MemoryPreset};
 use plotters::prelude::*;
 use serde_json::Value;
@@ -44,7 +44,6 @@ const POINT_COLOURS: [usize; 4] = [3, 1, 6, 5];
 
 /// Draws `f` on `root`.
 pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
     let xs = f.curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
     let xs = xs.chain(f.operating.iter().flat_map(|o| o.points.iter().map(|p| p.0)));
     let x_hi = xs.fold(f.peak_gb_per_s, f64::max) * 1.08;
@@ -56,34 +55,28 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
     let y_ops = f.operating.iter().flat_map(|o| o.points.iter().map(|p| p.1)).fold(0.0, f64::max);
     let y_all = ys.iter().copied().fold(0.0, f64::max);
     let y_hi = if ys.is_empty() { 1.0 } else { y_all.min((4.0 * y_min).max(y_ops * 1.2)) * 1.05 };
-    let mut chart = ChartBuilder::on(root)
-        .caption(&f.title, ("sans-serif", 20))
-        .margin(14)
-        .x_label_area_size(42)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..x_hi, 0.0..y_hi)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
+    let mut chart =
+        chart_on(root, &f.title, 42, 64).build_cartesian_2d(0.0..x_hi, 0.0..y_hi).map_err(fail)?;
+    mesh(&mut chart)
         .x_desc("achieved bandwidth (GB/s)")
         .y_desc("mean memory read latency (ns)")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(fail)?;
     for (i, c) in f.curves.iter().enumerate() {
         let colour = COLOURS[CURVE_COLOURS[i % CURVE_COLOURS.len()]];
         let pts: Vec<(f64, f64)> = c.points.iter().copied().filter(|p| p.1 <= y_hi).collect();
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
-            .map_err(|e| err(&e))?
+            .map_err(fail)?
             .label(if f.operating.is_empty() {
                 c.label.clone()
             } else {
                 format!("memory alone: {}", c.label)
             })
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 2, colour.filled()))).map_err(|e| err(&e))?;
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 2, colour.filled()))).map_err(fail)?;
     }
     let grey = BLACK.mix(0.5);
     chart
@@ -93,7 +86,7 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
             4,
             grey.stroke_width(1),
         ))
-        .map_err(|e| err(&e))?
+        .map_err(fail)?
         .label(format!("peak {:.0} GB/s", f.peak_gb_per_s))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey.stroke_width(1)));
     for (i, o) in f.operating.iter().enumerate() {
@@ -101,14 +94,14 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
         let pts: Vec<(f64, f64)> = o.points.iter().map(|p| (p.0, p.1.min(y_hi))).collect();
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), colour.mix(0.5).stroke_width(1)))
-            .map_err(|e| err(&e))?;
+            .map_err(fail)?;
         chart
             .draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 6, colour.filled())))
-            .map_err(|e| err(&e))?
+            .map_err(fail)?
             .label(format!("{} (operating points)", o.label))
             .legend(move |(x, y)| TriangleMarker::new((x + 8, y), 6, colour.filled()));
         // The swept value beside each point: which configuration sits where.
-        let style = TextStyle::from(("sans-serif", 12).into_font()).color(&colour);
+        let style = TextStyle::from(("sans-serif", super::SMALL).into_font()).color(&colour);
         // A label that would sit on an earlier one (points crowded at saturation) is left out.
         let mut placed: Vec<(f64, f64)> = Vec::new();
         let near =
@@ -120,7 +113,7 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
                 labels.push(Text::new(format!(" {}", p.2), at, style.clone()));
             }
         }
-        chart.draw_series(labels).map_err(|e| err(&e))?;
+        chart.draw_series(labels).map_err(fail)?;
     }
     chart
         .configure_series_labels()
@@ -128,7 +121,7 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
         .background_style(WHITE.mix(0.9))
         .position(SeriesLabelPosition::UpperLeft)
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(fail)?;
     Ok(())
 }
 
