@@ -258,9 +258,8 @@ struct Iteration {
     lines_issued: [u16; MAX_STREAMS_PER_TU],
     lines_left: [u16; MAX_STREAMS_PER_TU],
     /// Per stream: the next iteration waiting for the line this one's request brings (a chain
-    /// through the window, see [`LineBuffer`]), and the chain's last link.
+    /// through the window, see [`LineBuffer`]).
     sharer_next: [u64; MAX_STREAMS_PER_TU],
-    sharer_tail: [u64; MAX_STREAMS_PER_TU],
     started: u32,
     ready: u32,
     pre_emitted: u8,
@@ -287,7 +286,6 @@ impl Iteration {
             lines_issued: [0; MAX_STREAMS_PER_TU],
             lines_left: [0; MAX_STREAMS_PER_TU],
             sharer_next: [NO_SEQ; MAX_STREAMS_PER_TU],
-            sharer_tail: [NO_SEQ; MAX_STREAMS_PER_TU],
             started: 0,
             ready: 0,
             pre_emitted: 0,
@@ -312,10 +310,13 @@ struct LineBuffer {
     owner: u64,
     /// Whether the line has arrived.
     arrived: bool,
+    /// The last iteration to join the owner's chain of sharers (`NO_SEQ`: none yet); only the
+    /// current line takes new sharers, so one tail per stream suffices.
+    tail: u64,
 }
 
 impl LineBuffer {
-    const EMPTY: LineBuffer = LineBuffer { line: u64::MAX, owner: NO_SEQ, arrived: false };
+    const EMPTY: LineBuffer = LineBuffer { line: u64::MAX, owner: NO_SEQ, arrived: false, tail: NO_SEQ };
 }
 
 /// One layer: its streams, its window of live iterations and its per-lane issue queues.
@@ -795,25 +796,21 @@ impl<M> AccessUnit<M> {
                 if buffer.arrived {
                     it.lines_left[k] = 0;
                     it.ready |= 1 << k;
-                } else if let Some(owner) =
-                    buffer.owner.checked_sub(lev.head_seq).and_then(|i| lev.window.get(i as usize))
-                {
+                } else {
                     // Join the owner's chain of sharers: its response readies them all.
-                    let tail = owner.sharer_tail[k];
-                    let oi = (buffer.owner - lev.head_seq) as usize;
-                    lev.window[oi].sharer_tail[k] = seq;
-                    if tail == NO_SEQ {
-                        lev.window[oi].sharer_next[k] = seq;
-                    } else if let Some(t) =
-                        tail.checked_sub(lev.head_seq).and_then(|i| lev.window.get_mut(i as usize))
+                    let last = if buffer.tail == NO_SEQ { buffer.owner } else { buffer.tail };
+                    if let Some(t) =
+                        last.checked_sub(lev.head_seq).and_then(|i| lev.window.get_mut(i as usize))
                     {
                         t.sharer_next[k] = seq;
+                        lev.line_buffers[k].tail = seq;
                     }
                 }
                 continue;
             }
             if element {
-                lev.line_buffers[k] = LineBuffer { line: addr / line, owner: seq, arrived: false };
+                lev.line_buffers[k] =
+                    LineBuffer { line: addr / line, owner: seq, arrived: false, tail: NO_SEQ };
             }
             lev.issue[lane].push_back((seq, k as u8));
             lev.pending |= 1 << lane;
