@@ -51,6 +51,39 @@ pub struct TimeBreakdown {
     pub access_unit: Option<UnitTime>,
 }
 
+impl TimeBreakdown {
+    /// The breakdown of this run (`time` long) followed by `next` (`next_time` long): each
+    /// part weighted by its run's length, so the parts still add up to one.
+    pub fn absorb(&mut self, time: f64, next: &TimeBreakdown, next_time: f64) {
+        let total = time + next_time;
+        if total <= 0.0 {
+            return;
+        }
+        let mix = |a: f64, b: f64| (a * time + b * next_time) / total;
+        let (c, n) = (&mut self.core, &next.core);
+        for (a, b) in [
+            (&mut c.dispatching, n.dispatching),
+            (&mut c.memory, n.memory),
+            (&mut c.queue_empty, n.queue_empty),
+            (&mut c.mispredict, n.mispredict),
+            (&mut c.done, n.done),
+        ] {
+            *a = mix(*a, b);
+        }
+        if let (Some(u), Some(n)) = (&mut self.access_unit, &next.access_unit) {
+            for (a, b) in [
+                (&mut u.working, n.working),
+                (&mut u.storage_full, n.storage_full),
+                (&mut u.request_limit, n.request_limit),
+                (&mut u.queue_full, n.queue_full),
+                (&mut u.done, n.done),
+            ] {
+                *a = mix(*a, b);
+            }
+        }
+    }
+}
+
 /// Sums cycles over components, then divides by their number and the run's cycles.
 #[derive(Debug, Clone)]
 pub struct BreakdownBuilder {

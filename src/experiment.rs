@@ -14,6 +14,7 @@ use access_unit::AccessUnitConfig;
 use compiler::{CompiledWorkload, EmbeddingBagInstance, WorkloadSpec};
 use exec_core::CoreConfig;
 use gpu_model::{GatherShape, GpuConfig};
+use hdrhistogram::Histogram;
 use mem_model::SimpleMemoryConfig;
 use mem_model::dram::DramSpec;
 use sim_core::{Clock, PS_PER_SECOND, SeedTree, Tick};
@@ -57,6 +58,9 @@ pub struct Experiment {
     pub max_sim_time: Tick,
     /// The instances of workloads that read an index trace or a triples file, by workload name.
     pub traces: HashMap<String, EmbeddingBagInstance>,
+    /// The `.daeidx` files of workloads that read one, by workload name: streamed batch by
+    /// batch ([`crate::stream`]).
+    pub trace_files: HashMap<String, PathBuf>,
     /// Each system's dense units (systems with `[dense]`), by name.
     pub dense: HashMap<String, crate::dense::DenseUnits>,
 }
@@ -474,7 +478,8 @@ pub fn read_trace(
 
 /// Reads the first batch of the `.daeidx` trace `file` (config key `at`) as table-major CSR
 /// offsets and row ids, after checking its tables, batch and rows against the workload's; the
-/// rest of the file is streamed through and checked (checksum included). Errors name the key
+/// rest of the file is streamed through and checked (checksum included), so a bad trace fails
+/// before any run. (Its later batches are read again as they run: [`crate::stream`].) Errors name the key
 /// and the file.
 fn read_daeidx(
     doc: &Document,
@@ -747,12 +752,34 @@ impl Experiment {
         // any run.
         let seeds = SeedTree::new(file.experiment.seed);
         let mut traces = HashMap::new();
+        let mut trace_files = HashMap::new();
         for i in 0..file.workload.len() {
             if let Some(inst) = read_inputs(&doc, &format!("workload[{i}]"), &file.workload[i], &seeds)? {
                 if file.workload[i].trace.is_some() {
                     file.workload[i].bag_size = mean_bag(&inst);
                 }
                 traces.insert(file.workload[i].name.clone(), inst);
+            }
+            let w = &mut file.workload[i];
+            let held = match &w.trace {
+                Some(compiler::TraceFiles::Daeidx { file: f }) => {
+                    let at = format!("workload[{i}].trace.file");
+                    let path = relative_to(&doc, &at, f);
+                    let r = compiler::trace::TraceReader::open(&path)
+                        .map_err(|e| doc.error_at(&at, e.to_string()))?;
+                    trace_files.insert(w.name.clone(), path);
+                    u64::from(r.header().batches)
+                }
+                _ => 1,
+            };
+            if w.batches > held && w.trace.is_some() {
+                return Err(doc.error_at(
+                    &format!("workload[{i}].batches"),
+                    format!("{} batches asked for, but the trace holds {held}", w.batches),
+                ));
+            }
+            if w.batches == 0 {
+                w.batches = held;
             }
         }
         // Hand-written programs must instantiate for every workload (placeholders, syntax); a
@@ -784,7 +811,16 @@ impl Experiment {
             None => PathBuf::from("out").join(&file.experiment.name),
         });
         let max_sim_time = file.experiment.max_sim_time.map_or(PS_PER_SECOND, |t| t.ps());
-        Ok(Self { path: path.to_path_buf(), file, systems, out_dir, max_sim_time, traces, dense })
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            systems,
+            out_dir,
+            max_sim_time,
+            traces,
+            trace_files,
+            dense,
+        })
     }
 
     /// The inputs of workload `spec`: its index trace or triples file, or indices drawn from
@@ -860,7 +896,7 @@ fn memory_peak(sys: &DaeSystem) -> f64 {
     }
 }
 
-fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
+pub(crate) fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
     let h = &r.lookup_latency;
     let mlp = Some(MlpProfile::of(sys, &r));
     let energy = sys.power.as_ref().map(|p| crate::power::energy(p, &r.activity));
@@ -873,7 +909,7 @@ fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         latency: (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()),
         verified: Some(r.verified),
         events: r.events,
-        stats: Some(r.stats),
+        stats: Some(r.stats.to_json()),
         mlp,
         breakdown: Some(r.breakdown),
         outputs: Some(r.outputs),
@@ -1016,37 +1052,43 @@ pub fn run_pair(
 ) -> Result<Measured, String> {
     match plan {
         SystemPlan::Dae(sys) => {
-            let target = sys.target_info();
-            let mut compiled: CompiledWorkload =
-                compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
-            if let Some(source) = &sys.programs {
-                let p = source.for_workload(spec).map_err(|e| format!("programs: {e}"))?;
-                compiled = compiler::hand::instantiate(
-                    &compiled,
-                    &p.au,
-                    &p.core,
-                    target.vector_lanes,
-                    target.au_lanes,
-                )
-                .map_err(|e| format!("programs: {e}"))?;
-            }
-            crate::system::run(sys, &compiled, reference, max_sim_time, seeds)
-                .map(|r| measured(sys, r))
-                .map_err(|e| e.to_string())
+            run_dae(seeds, max_sim_time, sys, spec, inst, reference).map(|r| measured(sys, r))
         }
-        SystemPlan::Gpu(plan) => run_gpu(seeds, max_sim_time, plan, spec, inst),
+        SystemPlan::Gpu(plan) => run_gpu(seeds, max_sim_time, plan, spec, inst).map(|(m, _)| m),
     }
+}
+
+/// Compiles workload `spec` on `inputs` for the DAE or CPU system `sys` (or instantiates its
+/// hand-written programs) and runs it, checking the outputs against `reference`.
+pub fn run_dae(
+    seeds: &SeedTree,
+    max_sim_time: Tick,
+    sys: &DaeSystem,
+    spec: &WorkloadSpec,
+    inst: &EmbeddingBagInstance,
+    reference: &[f32],
+) -> Result<RunResult, String> {
+    let target = sys.target_info();
+    let mut compiled: CompiledWorkload =
+        compiler::compile(spec, inst.clone(), target).map_err(|e| format!("compile: {e}"))?;
+    if let Some(source) = &sys.programs {
+        let p = source.for_workload(spec).map_err(|e| format!("programs: {e}"))?;
+        compiled =
+            compiler::hand::instantiate(&compiled, &p.au, &p.core, target.vector_lanes, target.au_lanes)
+                .map_err(|e| format!("programs: {e}"))?;
+    }
+    crate::system::run(sys, &compiled, reference, max_sim_time, seeds).map_err(|e| e.to_string())
 }
 
 /// Runs one workload on a GPU: the cycle-level model where the preset has one, with the analytic
 /// estimate beside it; the analytic estimate alone otherwise.
-fn run_gpu(
+pub(crate) fn run_gpu(
     seeds: &SeedTree,
     max_sim_time: Tick,
     plan: &GpuPlan,
     spec: &WorkloadSpec,
     inst: &EmbeddingBagInstance,
-) -> Result<Measured, String> {
+) -> Result<(Measured, Option<Histogram<u64>>), String> {
     // Rows as stored: a TT lookup gathers its slices' rows (the analytic model leaves out the
     // contraction's arithmetic; the simulation counts it).
     let per_lookup = spec.tt.as_ref().map_or(1, compiler::TtShape::lookup_rows);
@@ -1063,28 +1105,31 @@ fn run_gpu(
         let energy =
             plan.power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&analytic), analytic.time));
         let l = analytic.latency;
-        return Ok(Measured {
-            energy,
-            peak_bytes_per_second: peak,
-            time: analytic.time,
-            lookups,
-            bytes: analytic.dram_bytes,
-            latency: (l, l, l as f64),
-            verified: None,
-            events: 0,
-            stats: None,
-            mlp: None,
-            breakdown: None,
-            outputs: None,
-            analytic_time: None,
-            dense_time: None,
-        });
+        return Ok((
+            Measured {
+                energy,
+                peak_bytes_per_second: peak,
+                time: analytic.time,
+                lookups,
+                bytes: analytic.dram_bytes,
+                latency: (l, l, l as f64),
+                verified: None,
+                events: 0,
+                stats: None,
+                mlp: None,
+                breakdown: None,
+                outputs: None,
+                analytic_time: None,
+                dense_time: None,
+            },
+            None,
+        ));
     };
     let kernel = std::sync::Arc::new(crate::gpu_kernel::kernel(spec, inst));
     let r = gpu_model::sim::run(sim, kernel, seeds, max_sim_time).map_err(|e| e.to_string())?;
     let energy = plan.power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&r.activity), r.time));
     let h = &r.latency;
-    Ok(Measured {
+    let m = Measured {
         energy,
         peak_bytes_per_second: peak,
         time: r.time,
@@ -1099,33 +1144,53 @@ fn run_gpu(
         outputs: None,
         analytic_time: Some(analytic.time),
         dense_time: None,
-    })
+    };
+    Ok((m, Some(r.latency)))
 }
 
-/// Runs every (system, workload) pair; `progress` hears about each pair as it ends.
+/// End-to-end mode: the time system `name`'s dense units take for `spec`'s dense layers, over
+/// all its batches (none without dense layers or units).
+pub(crate) fn dense_time(exp: &Experiment, name: &str, spec: &WorkloadSpec) -> Option<Tick> {
+    let units = exp.dense.get(name)?;
+    (!spec.dense.is_empty())
+        .then(|| units.total(&spec.dense, u64::from(spec.batch.max(1))) * spec.batches.max(1))
+}
+
+/// The model a system runs: "cycle-level" (DAE and CPU), "cycle-timing" (the simulated GPU)
+/// or "analytic".
+pub(crate) fn model_of(plan: &SystemPlan) -> &'static str {
+    match plan {
+        SystemPlan::Gpu(g) if g.sim.is_none() => "analytic",
+        SystemPlan::Gpu(_) => "cycle-timing",
+        SystemPlan::Dae(_) => "cycle-level",
+    }
+}
+
+/// Runs every (system, workload) pair; `progress` hears about each pair as it ends. A workload
+/// of several batches runs them one after another ([`crate::stream`]).
 pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
     let seeds = exp.seeds();
     let mut out = Vec::new();
     for spec in &exp.file.workload {
+        if spec.batches > 1 {
+            for o in crate::stream::run_workload(exp, spec, 1, |_, _| {}) {
+                progress(&o);
+                out.push(o);
+            }
+            continue;
+        }
         let inst = exp.instance(spec);
         let reference = inst.reference(spec);
         for (name, plan) in &exp.systems {
             let t0 = Instant::now();
             let mut result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
-            if let (Ok(m), Some(units)) = (&mut result, exp.dense.get(name))
-                && !spec.dense.is_empty()
-            {
-                m.dense_time = Some(units.total(&spec.dense, u64::from(spec.batch.max(1))));
+            if let Ok(m) = &mut result {
+                m.dense_time = dense_time(exp, name, spec);
             }
-            let model = match plan {
-                SystemPlan::Gpu(g) if g.sim.is_none() => "analytic",
-                SystemPlan::Gpu(_) => "cycle-timing",
-                SystemPlan::Dae(_) => "cycle-level",
-            };
             let o = Outcome {
                 system: name.clone(),
                 workload: spec.name.clone(),
-                model,
+                model: model_of(plan),
                 result,
                 host_seconds: t0.elapsed().as_secs_f64(),
             };

@@ -19,6 +19,7 @@ pub mod npy_read;
 pub mod plot;
 pub mod power;
 pub mod report;
+pub mod stream;
 pub mod sweep;
 pub mod sweep_memory;
 pub mod system;

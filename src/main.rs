@@ -81,6 +81,16 @@ enum Command {
         /// What to measure.
         #[arg(value_enum)]
         what: BenchTarget,
+        /// stream: lookups to run, generated batch by batch (rounded up to whole batches).
+        #[arg(long, default_value_t = 100_000_000)]
+        lookups: u64,
+        /// stream: run this `.daeidx` trace (configs/bench-stream.toml's shape) instead.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// stream: batches simulated at once (default: every host core); results do not
+        /// depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
@@ -195,6 +205,9 @@ enum BenchTarget {
     Mem,
     /// Simulated memory requests per host second of the DAE system (configs/bench-system.toml).
     System,
+    /// Peak resident memory streaming many batches through the DAE system
+    /// (configs/bench-stream.toml; --lookups or --trace).
+    Stream,
 }
 
 const MEM_EXAMPLES: &str = "\
@@ -608,6 +621,76 @@ fn bench_system() -> Result<()> {
     Ok(())
 }
 
+/// Streams `lookups` generated lookups (or the `.daeidx` file `trace`) through the DAE system of
+/// configs/bench-stream.toml, a batch at a time, and reports the peak resident memory.
+fn bench_stream(lookups: u64, trace: Option<&std::path::Path>, threads: usize) -> Result<()> {
+    let path = shipped_config("bench-stream.toml");
+    let mut doc = Document::load(&path)?;
+    let per_batch = |doc: &Document| -> Result<u64> {
+        let int = |k: &str| {
+            doc.get(&format!("workload[0].{k}"))
+                .and_then(toml::Value::as_integer)
+                .and_then(|v| u64::try_from(v).ok())
+                .ok_or_else(|| anyhow!("{}: workload[0].{k}: expected a positive integer", path.display()))
+        };
+        Ok(int("tables")? * int("batch")? * int("bag_size")?)
+    };
+    match trace {
+        Some(file) => {
+            let file = file.to_str().ok_or_else(|| anyhow!("{}: not a UTF-8 path", file.display()))?;
+            doc.set("workload[0].trace.file", toml::Value::String(file.to_string()))?;
+        }
+        None => {
+            let batches = lookups.div_ceil(per_batch(&doc)?.max(1)).max(1);
+            doc.set("workload[0].batches", toml::Value::Integer(i64::try_from(batches)?))?;
+            doc.set("workload[0].indices.distribution", toml::Value::String("uniform".into()))?;
+        }
+    }
+    let exp = Experiment::from_document(doc, &path, &Overrides::default())?;
+    let spec = &exp.file.workload[0];
+    let count = spec.batches.max(1);
+    let source = trace.map_or_else(|| "generated on the fly".to_string(), |t| t.display().to_string());
+    println!(
+        "{}: {count} batches of {} lookups ({source}), {threads} at a time",
+        path.display(),
+        spec.lookups()
+    );
+    let rss_before = dae_sim::stream::peak_rss_bytes();
+    let t0 = Instant::now();
+    let mut last_print = Instant::now();
+    let outcomes = dae_sim::stream::run_workload(&exp, spec, threads, |done, count| {
+        if last_print.elapsed().as_secs() >= 30 || done == count {
+            last_print = Instant::now();
+            let rss = dae_sim::stream::peak_rss_bytes()
+                .map_or("n/a".into(), |b| format!("{:.0} MiB", b as f64 / 1048576.0));
+            eprintln!("  {done}/{count} batches, {:.0} s, peak RSS so far {rss}", t0.elapsed().as_secs_f64());
+        }
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    for o in outcomes {
+        let m = o.result.map_err(|e| anyhow!("{} on {}: {e}", o.workload, o.system))?;
+        if let Some(Err(e)) = &m.verified {
+            bail!("{} on {}: outputs differ from the reference: {e}", o.workload, o.system);
+        }
+        println!(
+            "  {} lookups verified on {} in {secs:.0} s host ({:.2} M lookups/s); simulated {:.3} ms",
+            m.lookups,
+            o.system,
+            m.lookups as f64 / secs / 1e6,
+            m.time as f64 / 1e9
+        );
+    }
+    let mib = |b: Option<u64>| {
+        b.map_or("n/a (no /proc/self/status)".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0))
+    };
+    println!(
+        "  peak RSS: {} (after loading the config: {})",
+        mib(dae_sim::stream::peak_rss_bytes()),
+        mib(rss_before)
+    );
+    Ok(())
+}
+
 fn sweep(args: &SweepArgs) -> Result<bool> {
     use dae_sim::sweep::{self, RunOptions, Shard, Sweep};
     // Every check (shard, axes, every point's config) before any point runs.
@@ -717,10 +800,15 @@ fn main() -> ExitCode {
         Some(Command::Trace { command }) => {
             dae_sim::trace_cmd::run(command, &mut std::io::stdout().lock()).map(|()| true).map_err(Into::into)
         }
-        Some(Command::Bench { what: BenchTarget::Engine }) => bench_engine().map(|()| true),
+        Some(Command::Bench { what: BenchTarget::Stream, lookups, trace, threads }) => {
+            let threads =
+                threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            bench_stream(*lookups, trace.as_deref(), threads).map(|()| true)
+        }
+        Some(Command::Bench { what: BenchTarget::Engine, .. }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),
-        Some(Command::Bench { what: BenchTarget::Mem }) => bench_mem().map(|()| true),
-        Some(Command::Bench { what: BenchTarget::System }) => bench_system().map(|()| true),
+        Some(Command::Bench { what: BenchTarget::Mem, .. }) => bench_mem().map(|()| true),
+        Some(Command::Bench { what: BenchTarget::System, .. }) => bench_system().map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -241,6 +241,39 @@ pub struct Activity {
     pub stacks: u32,
 }
 
+impl Activity {
+    /// Adds the events of `next`, a later run of the same chip (its cores, units, instances
+    /// and stacks stay as they are): the activity of two runs back to back.
+    pub fn absorb(&mut self, next: &Activity) {
+        self.time_ps += next.time_ps;
+        for (sum, v) in [
+            (&mut self.instructions, next.instructions),
+            (&mut self.alu_ops, next.alu_ops),
+            (&mut self.muldiv_ops, next.muldiv_ops),
+            (&mut self.vector_ops, next.vector_ops),
+            (&mut self.loads, next.loads),
+            (&mut self.stores, next.stores),
+            (&mut self.queue_pops, next.queue_pops),
+            (&mut self.queue_loads, next.queue_loads),
+            (&mut self.au_requests, next.au_requests),
+            (&mut self.au_write_requests, next.au_write_requests),
+            (&mut self.au_events, next.au_events),
+            (&mut self.au_operands, next.au_operands),
+            (&mut self.noc_transfers, next.noc_transfers),
+            (&mut self.dram.bytes_read, next.dram.bytes_read),
+            (&mut self.dram.bytes_written, next.dram.bytes_written),
+            (&mut self.dram.activations, next.dram.activations),
+        ] {
+            *sum += v;
+        }
+        for (level, n) in [(&mut self.l1d, &next.l1d), (&mut self.l2, &next.l2), (&mut self.llc, &next.llc)] {
+            level.lookups += n.lookups;
+            level.fills += n.fills;
+            level.writebacks += n.writebacks;
+        }
+    }
+}
+
 /// Energy of a run, per component, in joules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnergyReport {
@@ -253,6 +286,17 @@ pub struct EnergyReport {
 }
 
 impl EnergyReport {
+    /// Adds the energy of `next`, a later run of the same system: seconds and each component's
+    /// joules add up.
+    pub fn absorb(&mut self, next: &EnergyReport) {
+        self.seconds += next.seconds;
+        for (mine, theirs) in self.components.iter_mut().zip(&next.components) {
+            mine.1 += theirs.1;
+            mine.2 += theirs.2;
+        }
+        self.tdp_bound |= next.tdp_bound;
+    }
+
     /// Total energy, J.
     pub fn total_j(&self) -> f64 {
         self.components.iter().map(|(_, s, d)| s + d).sum()

@@ -302,7 +302,7 @@ pub struct RunResult {
     /// Events the engine processed.
     pub events: u64,
     /// Every statistic of the run.
-    pub stats: serde_json::Value,
+    pub stats: Stats,
     /// Event counts summed over the chip: the energy model's inputs.
     pub activity: crate::power::Activity,
     /// Where the cores' and access units' time went.
@@ -690,7 +690,7 @@ pub fn run(
         verified,
         outputs,
         events: summary.events,
-        stats: stats.to_json(),
+        stats: stats.clone(),
         activity,
         breakdown: breakdown.finish(),
     })

@@ -91,8 +91,8 @@ fn a_bad_trace_names_the_file_the_key_and_the_fault() {
     assert!(err.contains("trace.indices") && err.contains("not a little-endian integer"), "{err}");
 }
 
-/// Writes the trace of [`trace_workload`] as a `.daeidx` file (one batch, and a second that
-/// the workload does not run) and a workload naming it.
+/// Writes the trace of [`trace_workload`] as a `.daeidx` file (its first batch, and a second)
+/// and a workload naming it.
 fn daeidx_workload(dir: &Path) -> std::path::PathBuf {
     use compiler::trace::{Header, IndexDtype, TraceWriter};
     let rows: Vec<u64> = (0..12).map(|j| (j * 17 + 3) % 50).collect();
@@ -108,7 +108,7 @@ fn daeidx_workload(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn a_daeidx_traced_workload_runs_verified() {
-    // Its first batch is the trace of the .npy test; the second is not run.
+    // Its first batch is the trace of the .npy test; the second runs after it.
     let dir = temp_dir("daeidx-ok");
     let wl = daeidx_workload(&dir);
     runs_verified(&dir, &wl, "daeidx");

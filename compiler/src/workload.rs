@@ -332,7 +332,7 @@ impl TableIndices {
 /// An index trace (paths relative to the file that names them; the binary reads them, the
 /// compiler checks them): `.npy` files of table-major CSR offsets (`tables x batch + 1`
 /// entries) and row ids, the layout of Meta's released embedding traces, or a `.daeidx` file
-/// ([`crate::trace`]), whose first batch the workload runs.
+/// ([`crate::trace`]), whose batches the workload runs one after another (`batches`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawTrace")]
 pub enum TraceFiles {
@@ -452,6 +452,11 @@ pub struct WorkloadSpec {
     /// roofline on each system's dense units ([`crate::dense`]).
     #[serde(default)]
     pub dense: Vec<crate::dense::DenseLayer>,
+    /// Batches run one after another, each with its own indices (drawn afresh, or the next
+    /// batch of a `.daeidx` trace) and one at a time in memory; 0 (unset): one batch, or every
+    /// batch of a `.daeidx` trace.
+    #[serde(default)]
+    pub batches: u64,
 }
 
 /// A workload the compiler cannot take, naming the field at fault.
@@ -474,6 +479,16 @@ impl WorkloadSpec {
     /// take are errors, so a mistyped workload never silently runs as something else.
     pub fn resolved(&self) -> Result<WorkloadSpec, WorkloadError> {
         let mut w = self.clone();
+        let streams = matches!(self.op, Op::EmbeddingBag | Op::TtEmbeddingBag) && self.graph.is_none();
+        if self.batches > 1 && !streams {
+            return Err(bad(
+                "batches",
+                "only embedding_bag and tt_embedding_bag workloads (without a graph) run several batches",
+            ));
+        }
+        if self.batches > 1 && matches!(self.trace, Some(TraceFiles::Npy { .. })) {
+            return Err(bad("batches", "an .npy trace holds one batch; a .daeidx trace can hold several"));
+        }
         match self.op {
             Op::EmbeddingBag if self.trace.is_some() => {
                 if self.indices.is_some() || self.weights {

@@ -26,6 +26,7 @@ fn spec() -> WorkloadSpec {
         tt: None,
         padding_idx: None,
         dense: Vec::new(),
+        batches: 1,
         trace: None,
         triples: None,
         table_indices: Vec::new(),

@@ -158,6 +158,40 @@ impl Stats {
         }
     }
 
+    /// Adds `other`'s counters and histograms to those of the same names here, registering the
+    /// ones this registry lacks: the statistics of several runs of one system as one run's
+    /// (counters add; histograms merge exactly, percentiles included).
+    pub fn absorb(&mut self, other: &Stats) -> Result<(), StatsError> {
+        for (name, slot) in &other.names {
+            match (*slot, self.names.get(name).copied()) {
+                (Slot::Counter(from), Some(Slot::Counter(to))) => {
+                    let c = &mut self.counters[to as usize];
+                    *c = c.saturating_add(other.counters[from as usize]);
+                }
+                (Slot::Histogram(from), Some(Slot::Histogram(to))) => {
+                    let src = &other.histograms[from as usize];
+                    self.histograms[to as usize].add(src).map_err(|e| StatsError::BadHistogram {
+                        name: name.clone(),
+                        reason: format!("cannot merge: {e:?}"),
+                    })?;
+                }
+                (Slot::Counter(from), None) => {
+                    let id = self.counter(name)?;
+                    self.add(id, other.counters[from as usize]);
+                }
+                (Slot::Histogram(from), None) => {
+                    self.check_name(name)?;
+                    let id = u32::try_from(self.histograms.len())
+                        .map_err(|_| StatsError::TooMany(name.to_owned()))?;
+                    self.histograms.push(other.histograms[from as usize].clone());
+                    self.names.insert(name.to_owned(), Slot::Histogram(id));
+                }
+                (_, Some(_)) => return Err(StatsError::Duplicate(name.clone())),
+            }
+        }
+        Ok(())
+    }
+
     /// All statistics as a JSON tree following the dotted names, with keys sorted.
     ///
     /// Counters are integers; histograms are objects with `count`, `min`, `max`, `mean`,
@@ -234,6 +268,33 @@ fn histogram_json(h: &Histogram<u64>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absorbing_adds_counters_merges_histograms_and_registers_new_names() {
+        let mut a = Stats::new();
+        let ca = a.counter("x.reads").unwrap();
+        let ha = a.histogram("x.latency", 1000, 3).unwrap();
+        a.add(ca, 5);
+        a.record(ha, 10);
+        let mut b = Stats::new();
+        let cb = b.counter("x.reads").unwrap();
+        let hb = b.histogram("x.latency", 1000, 3).unwrap();
+        let only_b = b.counter("y.writes").unwrap();
+        b.add(cb, 7);
+        b.add(only_b, 2);
+        for v in [20, 30, 40] {
+            b.record(hb, v);
+        }
+        a.absorb(&b).unwrap();
+        assert_eq!(a.lookup_counter("x.reads"), Some(12));
+        assert_eq!(a.lookup_counter("y.writes"), Some(2));
+        let h = a.lookup_histogram("x.latency").unwrap();
+        assert_eq!((h.len(), h.min(), h.max()), (4, 10, 40));
+        // A counter in one and a histogram in the other cannot be merged.
+        let mut c = Stats::new();
+        c.histogram("x.reads", 10, 1).unwrap();
+        assert_eq!(a.absorb(&c), Err(StatsError::Duplicate("x.reads".into())));
+    }
 
     #[test]
     fn counters_count() {

@@ -11,7 +11,7 @@ pub mod reader;
 pub mod writer;
 
 pub use format::{HEADER_BYTES, Header, IndexDtype, MAGIC, TraceError, VERSION};
-pub use reader::{Batch, TraceReader, read_all};
+pub use reader::{Batch, TraceBatch, TraceReader, read_all};
 pub use writer::TraceWriter;
 
 #[cfg(test)]

@@ -196,6 +196,24 @@ impl<R: Read> TraceReader<R> {
         Ok(Some((batch, table)))
     }
 
+    /// Reads the next batch whole (all its tables' sections, from the start of one), or
+    /// `None` after the last, when the checksum is checked: the unit a workload streams.
+    pub fn next_batch(&mut self) -> Result<Option<TraceBatch>, TraceError> {
+        let mut batch = TraceBatch { offsets: vec![0], ..TraceBatch::default() };
+        let mut bag = Vec::new();
+        for _ in 0..self.header.tables.max(1) {
+            let Some((number, _)) = self.next_section()? else {
+                return Ok(None);
+            };
+            batch.number = number;
+            while self.next_bag(&mut bag)?.is_some() {
+                batch.indices.extend_from_slice(&bag);
+                batch.offsets.push(batch.indices.len() as u64);
+            }
+        }
+        Ok(Some(batch))
+    }
+
     /// The current section's `batch + 1` offsets (empty before the first section).
     pub fn offsets(&self) -> &[u64] {
         &self.offsets
@@ -305,6 +323,17 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
+/// One batch as [`TraceReader::next_batch`] reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceBatch {
+    /// Its number in the file, from 0.
+    pub number: u32,
+    /// Table-major CSR offsets over all its tables' bags (`tables x batch + 1`).
+    pub offsets: Vec<u64>,
+    /// Row ids, table after table.
+    pub indices: Vec<u64>,
+}
+
 /// One batch of a trace as a workload takes it: table-major CSR offsets (`tables x batch + 1`,
 /// over all tables) and the row ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -332,16 +361,12 @@ pub fn read_all(path: &Path, which: u32, rows: Option<u64>) -> Result<Batch, Tra
             problem: format!("batch {which} asked for, but the file holds {} batches", header.batches),
         });
     }
-    let (mut offsets, mut indices) = (vec![0u64], Vec::new());
-    let mut bag = Vec::new();
-    while let Some((batch, _)) = r.next_section()? {
-        if batch != which {
-            continue;
-        }
-        while r.next_bag(&mut bag)?.is_some() {
-            indices.extend_from_slice(&bag);
-            offsets.push(indices.len() as u64);
+    let mut found = None;
+    while let Some(batch) = r.next_batch()? {
+        if batch.number == which {
+            found = Some(batch);
         }
     }
+    let TraceBatch { offsets, indices, .. } = found.unwrap_or_default();
     Ok(Batch { header, offsets, indices })
 }

@@ -1,0 +1,134 @@
+//! Workloads of several batches ([`dae_sim::stream`]): a trace's batches run back to back add
+//! up exactly to the batches run alone, the number of threads does not change a figure, and a
+//! batch count the inputs cannot give is an error naming the key.
+
+mod common;
+
+use common::{dae_sim, small_experiment, temp_dir};
+use compiler::trace::{Header, IndexDtype, TraceWriter};
+use dae_sim::experiment::{self, Experiment, Measured, Outcome, Overrides};
+use std::path::Path;
+
+/// Bags of table 0 and table 1 in batch `b` (3 bags each over 50 rows): `(offsets, ids)` each.
+fn batch(b: u64) -> [(Vec<u64>, Vec<u64>); 2] {
+    let ids = |n: u64, salt: u64| (0..n).map(|j| (j * 17 + 3 + salt * 11) % 50).collect::<Vec<_>>();
+    [(vec![0, 2, 2, 5], ids(5, b)), (vec![0, 1, 5, 7 + b], ids(7 + b, b + 5))]
+}
+
+/// Writes `path` holding `batches` (numbers into [`batch`]) of 2 tables x 3 bags over 50 rows.
+fn write_trace(path: &Path, batches: &[u64]) {
+    let header = Header::new(IndexDtype::U32, 2, batches.len() as u32, 3, 50);
+    let mut w = TraceWriter::create(path, header).unwrap();
+    for &b in batches {
+        for (offsets, ids) in batch(b) {
+            w.write_section(&offsets, &ids).unwrap();
+        }
+    }
+    w.finish().unwrap();
+}
+
+/// A workload `name` reading `file`, 2 tables x 3 bags over 50 rows; `extra` lines appended
+/// before `[trace]`.
+fn workload(name: &str, file: &str, extra: &str) -> String {
+    format!(
+        "\n[[workload]]\nname = \"{name}\"\nop = \"embedding_bag\"\ntables = 2\nrows = 50\ndim = 24\n\
+         dtype = \"f32\"\nbatch = 3\n{extra}\n[workload.trace]\nfile = \"{file}\"\n"
+    )
+}
+
+fn outcome<'a>(outs: &'a [Outcome], system: &str, workload: &str) -> &'a Measured {
+    let o = outs.iter().find(|o| o.system == system && o.workload == workload).unwrap();
+    o.result.as_ref().unwrap_or_else(|e| panic!("{system} on {workload}: {e}"))
+}
+
+#[test]
+fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
+    let dir = temp_dir("stream-sum");
+    write_trace(&dir.join("both.daeidx"), &[0, 1]);
+    write_trace(&dir.join("first.daeidx"), &[0]);
+    write_trace(&dir.join("second.daeidx"), &[1]);
+    let extra = [("both", "both.daeidx"), ("first", "first.daeidx"), ("second", "second.daeidx")]
+        .map(|(n, f)| workload(n, f, ""))
+        .concat();
+    let cfg = small_experiment(&dir, &extra);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let both = exp.file.workload.iter().find(|w| w.name == "both").unwrap();
+    assert_eq!(both.batches, 2, "every batch of the trace by default");
+    let outs = experiment::run(&exp, |_| {});
+    for system in ["dae", "cpu", "h100"] {
+        let (b, f, s) = (
+            outcome(&outs, system, "both"),
+            outcome(&outs, system, "first"),
+            outcome(&outs, system, "second"),
+        );
+        assert_eq!(b.time, f.time + s.time, "{system}");
+        assert_eq!(b.lookups, f.lookups + s.lookups, "{system}");
+        assert_eq!(b.lookups, 12 + 13, "{system}");
+        assert_eq!(b.bytes, f.bytes + s.bytes, "{system}");
+        assert_eq!(b.events, f.events + s.events, "{system}");
+        if system != "h100" {
+            assert_eq!(b.verified, Some(Ok(())), "{system}");
+            // Statistics add up: the memory's reads of both batches.
+            let reads = |m: &Measured| m.stats.as_ref().unwrap()["mem"]["reads"].as_u64().unwrap();
+            assert_eq!(reads(b), reads(f) + reads(s), "{system}");
+            // The merged latency percentiles lie between the batches' own.
+            let (lo, hi) = (f.latency.1.min(s.latency.1), f.latency.1.max(s.latency.1));
+            assert!(
+                lo <= b.latency.1 && b.latency.1 <= hi,
+                "{system}: p99 {:?} {:?} {:?}",
+                b.latency,
+                f.latency,
+                s.latency
+            );
+            let e = |m: &Measured| m.energy.as_ref().unwrap().total_j();
+            assert!((e(b) - e(f) - e(s)).abs() <= 1e-9 * e(b), "{system}: energy");
+        }
+    }
+}
+
+#[test]
+fn threads_do_not_change_a_figure() {
+    let dir = temp_dir("stream-threads");
+    let cfg = small_experiment(&dir, "");
+    let mut exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    exp.file.workload[0].batches = 4;
+    let spec = exp.file.workload[0].clone();
+    let mut seen = Vec::new();
+    let one = dae_sim::stream::run_workload(&exp, &spec, 1, |done, count| seen.push((done, count)));
+    assert_eq!(seen, [(1, 4), (2, 4), (3, 4), (4, 4)]);
+    let three = dae_sim::stream::run_workload(&exp, &spec, 3, |_, _| {});
+    for (a, b) in one.iter().zip(&three) {
+        let (a, b) = (a.result.as_ref().unwrap(), b.result.as_ref().unwrap());
+        assert_eq!(
+            (a.time, a.lookups, a.bytes, a.events, a.latency, &a.stats, &a.outputs),
+            (b.time, b.lookups, b.bytes, b.events, b.latency, &b.stats, &b.outputs)
+        );
+        assert_eq!(a.breakdown, b.breakdown);
+        assert_eq!(a.lookups, 4 * spec.lookups());
+    }
+    // Batches draw their own indices: four batches are not one batch four times over.
+    let single = experiment::run(&Experiment::load(&cfg, &Overrides::default()).unwrap(), |_| {});
+    let dae = |outs: &[Outcome]| outs.iter().find(|o| o.system == "dae").unwrap().result.clone().unwrap();
+    assert_eq!(dae(&single).lookups * 4, dae(&one).lookups);
+    assert_ne!(dae(&single).time * 4, dae(&one).time);
+}
+
+#[test]
+fn a_batch_count_the_inputs_cannot_give_is_an_error_naming_the_key() {
+    let dir = temp_dir("stream-bad");
+    write_trace(&dir.join("two.daeidx"), &[0, 1]);
+    for (extra, want) in [
+        (workload("w", "two.daeidx", "batches = 3"), "3 batches asked for, but the trace holds 2"),
+        (
+            "\n[[workload]]\ninclude = \"WL\"\nbatches = 2\n"
+                .replace("WL", &common::configs().join("workloads/gnn-cora.toml").display().to_string()),
+            "only embedding_bag and tt_embedding_bag workloads",
+        ),
+    ] {
+        let cfg = small_experiment(&dir, &extra);
+        let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("batches") && err.contains(want) && !err.contains("panicked"), "{want}: {err}");
+    }
+}
