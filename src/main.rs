@@ -91,6 +91,10 @@ enum Command {
         /// depend on it.
         #[arg(long)]
         threads: Option<usize>,
+        /// stream: read, compile and compute the reference of every batch without simulating
+        /// them (how a trace too long to simulate is checked).
+        #[arg(long)]
+        functional: bool,
     },
 }
 
@@ -623,7 +627,12 @@ fn bench_system() -> Result<()> {
 
 /// Streams `lookups` generated lookups (or the `.daeidx` file `trace`) through the DAE system of
 /// configs/bench-stream.toml, a batch at a time, and reports the peak resident memory.
-fn bench_stream(lookups: u64, trace: Option<&std::path::Path>, threads: usize) -> Result<()> {
+fn bench_stream(
+    lookups: u64,
+    trace: Option<&std::path::Path>,
+    threads: usize,
+    functional: bool,
+) -> Result<()> {
     let path = shipped_config("bench-stream.toml");
     let mut doc = Document::load(&path)?;
     let per_batch = |doc: &Document| -> Result<u64> {
@@ -658,27 +667,41 @@ fn bench_stream(lookups: u64, trace: Option<&std::path::Path>, threads: usize) -
     let rss_before = dae_sim::stream::peak_rss_bytes();
     let t0 = Instant::now();
     let mut last_print = Instant::now();
-    let outcomes = dae_sim::stream::run_workload(&exp, spec, threads, |done, count| {
+    let progress = |done: u64, count: u64| {
         if last_print.elapsed().as_secs() >= 30 || done == count {
             last_print = Instant::now();
             let rss = dae_sim::stream::peak_rss_bytes()
                 .map_or("n/a".into(), |b| format!("{:.0} MiB", b as f64 / 1048576.0));
             eprintln!("  {done}/{count} batches, {:.0} s, peak RSS so far {rss}", t0.elapsed().as_secs_f64());
         }
-    });
-    let secs = t0.elapsed().as_secs_f64();
-    for o in outcomes {
-        let m = o.result.map_err(|e| anyhow!("{} on {}: {e}", o.workload, o.system))?;
-        if let Some(Err(e)) = &m.verified {
-            bail!("{} on {}: outputs differ from the reference: {e}", o.workload, o.system);
-        }
+    };
+    if functional {
+        let sum = dae_sim::stream::check_workload(&exp, spec, threads, progress)
+            .map_err(|e| anyhow!("{}: {e}", spec.name))?;
+        let secs = t0.elapsed().as_secs_f64();
         println!(
-            "  {} lookups verified on {} in {secs:.0} s host ({:.2} M lookups/s); simulated {:.3} ms",
-            m.lookups,
-            o.system,
-            m.lookups as f64 / secs / 1e6,
-            m.time as f64 / 1e9
+            "  functional: {} batches, {} lookups read, compiled and reduced in {secs:.0} s host ({:.2} M lookups/s); output sum {:.6e}",
+            sum.batches,
+            sum.lookups,
+            sum.lookups as f64 / secs / 1e6,
+            sum.output_sum
         );
+    } else {
+        let outcomes = dae_sim::stream::run_workload(&exp, spec, threads, progress);
+        let secs = t0.elapsed().as_secs_f64();
+        for o in outcomes {
+            let m = o.result.map_err(|e| anyhow!("{} on {}: {e}", o.workload, o.system))?;
+            if let Some(Err(e)) = &m.verified {
+                bail!("{} on {}: outputs differ from the reference: {e}", o.workload, o.system);
+            }
+            println!(
+                "  {} lookups verified on {} in {secs:.0} s host ({:.2} M lookups/s); simulated {:.3} ms",
+                m.lookups,
+                o.system,
+                m.lookups as f64 / secs / 1e6,
+                m.time as f64 / 1e9
+            );
+        }
     }
     let mib = |b: Option<u64>| {
         b.map_or("n/a (no /proc/self/status)".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0))
@@ -800,10 +823,10 @@ fn main() -> ExitCode {
         Some(Command::Trace { command }) => {
             dae_sim::trace_cmd::run(command, &mut std::io::stdout().lock()).map(|()| true).map_err(Into::into)
         }
-        Some(Command::Bench { what: BenchTarget::Stream, lookups, trace, threads }) => {
+        Some(Command::Bench { what: BenchTarget::Stream, lookups, trace, threads, functional }) => {
             let threads =
                 threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            bench_stream(*lookups, trace.as_deref(), threads).map(|()| true)
+            bench_stream(*lookups, trace.as_deref(), threads, *functional).map(|()| true)
         }
         Some(Command::Bench { what: BenchTarget::Engine, .. }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),

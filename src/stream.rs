@@ -233,6 +233,118 @@ impl Running {
     }
 }
 
+/// Reads the batches of workload `spec` of `exp` and hands each to `work` on one of `threads`
+/// worker threads, then its result to `merge(batch, result, count)` in batch order (so the
+/// merge does not depend on the threads). At most `threads` batches wait for a worker, as many
+/// run, and the finished ones wait for the merge: memory stays bounded by a few batches. An
+/// error reading the inputs ends it after the batches before it are merged.
+fn pipeline<T: Send>(
+    exp: &Experiment,
+    spec: &WorkloadSpec,
+    threads: usize,
+    work: impl Fn(&Experiment, &WorkloadSpec, &EmbeddingBagInstance) -> T + Sync,
+    mut merge: impl FnMut(u64, T, u64),
+) -> Result<(), String> {
+    let mut batches = Batches::open(exp, spec)?;
+    let count = batches.count();
+    let threads = threads.max(1);
+    let (work_tx, work_rx) = crossbeam::channel::bounded::<(u64, EmbeddingBagInstance)>(threads);
+    let (done_tx, done_rx) = crossbeam::channel::bounded(threads);
+    let work = &work;
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
+            scope.spawn(move || {
+                for (b, inst) in work_rx {
+                    if done_tx.send((b, work(exp, spec, &inst))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((work_rx, done_tx));
+        let reader = scope.spawn(move || {
+            let mut b = 0;
+            loop {
+                match batches.next_batch() {
+                    Ok(Some(inst)) => {
+                        if work_tx.send((b, inst)).is_err() {
+                            return Ok(());
+                        }
+                        b += 1;
+                    }
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+        });
+        let mut pending = std::collections::BTreeMap::new();
+        let mut next = 0;
+        for (b, result) in done_rx {
+            pending.insert(b, result);
+            while let Some(result) = pending.remove(&next) {
+                merge(next, result, count);
+                next += 1;
+            }
+        }
+        reader.join().unwrap_or_else(|_| Err("the batch reader panicked".to_string()))
+    })
+}
+
+/// What [`check_workload`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionalSummary {
+    /// Batches read.
+    pub batches: u64,
+    /// Lookups in them.
+    pub lookups: u64,
+    /// Sum of every reference output, summed in batch order: a fingerprint of the inputs.
+    pub output_sum: f64,
+}
+
+/// The functional pass of a workload of many batches, without timing: each batch is read (or
+/// drawn), its reference outputs computed and its programs compiled for every DAE or CPU
+/// system of `exp`, on `threads` threads. What a trace far too long to simulate can still be
+/// checked with; `dae-sim bench stream --functional` measures its memory.
+pub fn check_workload(
+    exp: &Experiment,
+    spec: &WorkloadSpec,
+    threads: usize,
+    mut on_batch: impl FnMut(u64, u64),
+) -> Result<FunctionalSummary, String> {
+    let check =
+        |exp: &Experiment, spec: &WorkloadSpec, inst: &EmbeddingBagInstance| -> Result<(u64, f64), String> {
+            let reference = inst.reference(spec);
+            for (name, plan) in &exp.systems {
+                if let SystemPlan::Dae(sys) = plan {
+                    compiler::compile(spec, inst.clone(), sys.target_info())
+                        .map_err(|e| format!("{name}: compile: {e}"))?;
+                }
+            }
+            Ok((inst.indices.len() as u64, reference.iter().map(|&x| f64::from(x)).sum()))
+        };
+    let mut sum = FunctionalSummary { batches: 0, lookups: 0, output_sum: 0.0 };
+    let mut first_error = None;
+    pipeline(exp, spec, threads, check, |b, result, count| {
+        match result {
+            Ok((lookups, x)) if first_error.is_none() => {
+                sum.batches += 1;
+                sum.lookups += lookups;
+                sum.output_sum += x;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                first_error.get_or_insert(format!("batch {b}: {e}"));
+            }
+        }
+        on_batch(b + 1, count);
+    })?;
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(sum),
+    }
+}
+
 /// Runs workload `spec` of `exp`, batch after batch, on every system, with `threads` batches
 /// in flight at once; `on_batch(done, count)` hears after each batch. Batches are merged in
 /// their order whatever the threads, so the results do not depend on them. A system whose
@@ -246,65 +358,15 @@ pub fn run_workload(
 ) -> Vec<Outcome> {
     let mut running: Vec<Running> =
         exp.systems.iter().map(|_| Running { sums: Sums::Empty, error: None, host_seconds: 0.0 }).collect();
-    let fail_all = |running: &mut Vec<Running>, e: &str| {
-        for r in running.iter_mut().filter(|r| r.error.is_none()) {
-            r.error = Some(e.to_string());
+    let merged = pipeline(exp, spec, threads, run_batch, |b, steps, count| {
+        for (r, (step, host)) in running.iter_mut().zip(steps) {
+            r.absorb(step, host, b);
         }
-    };
-    match Batches::open(exp, spec) {
-        Err(e) => fail_all(&mut running, &e),
-        Ok(mut batches) => {
-            let count = batches.count();
-            let threads = threads.max(1);
-            // At most `threads` batches wait for a worker, `threads` run, and the finished ones
-            // wait for the merge: memory stays bounded by a few batches.
-            let (work_tx, work_rx) = crossbeam::channel::bounded::<(u64, EmbeddingBagInstance)>(threads);
-            let (done_tx, done_rx) = crossbeam::channel::bounded(threads);
-            let source_error = std::thread::scope(|scope| {
-                for _ in 0..threads {
-                    let (work_rx, done_tx) = (work_rx.clone(), done_tx.clone());
-                    scope.spawn(move || {
-                        for (b, inst) in work_rx {
-                            if done_tx.send((b, run_batch(exp, spec, &inst))).is_err() {
-                                return;
-                            }
-                        }
-                    });
-                }
-                drop((work_rx, done_tx));
-                let reader = scope.spawn(move || {
-                    let mut b = 0;
-                    loop {
-                        match batches.next_batch() {
-                            Ok(Some(inst)) => {
-                                if work_tx.send((b, inst)).is_err() {
-                                    return None;
-                                }
-                                b += 1;
-                            }
-                            Ok(None) => return None,
-                            Err(e) => return Some((b, e)),
-                        }
-                    }
-                });
-                // Merge in batch order.
-                let mut pending = std::collections::BTreeMap::new();
-                let mut next = 0;
-                for (b, steps) in done_rx {
-                    pending.insert(b, steps);
-                    while let Some(steps) = pending.remove(&next) {
-                        for (r, (step, host)) in running.iter_mut().zip(steps) {
-                            r.absorb(step, host, next);
-                        }
-                        next += 1;
-                        on_batch(next, count);
-                    }
-                }
-                reader.join().unwrap_or_else(|_| Some((next, "the trace reader panicked".to_string())))
-            });
-            if let Some((_, e)) = source_error {
-                fail_all(&mut running, &e);
-            }
+        on_batch(b + 1, count);
+    });
+    if let Err(e) = merged {
+        for r in running.iter_mut().filter(|r| r.error.is_none()) {
+            r.error = Some(e.clone());
         }
     }
     exp.systems

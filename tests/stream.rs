@@ -36,31 +36,34 @@ fn workload(name: &str, file: &str, extra: &str) -> String {
     )
 }
 
-fn outcome<'a>(outs: &'a [Outcome], system: &str, workload: &str) -> &'a Measured {
-    let o = outs.iter().find(|o| o.system == system && o.workload == workload).unwrap();
-    o.result.as_ref().unwrap_or_else(|e| panic!("{system} on {workload}: {e}"))
+/// The figures of `system` on workload "t".
+fn outcome<'a>(outs: &'a [Outcome], system: &str) -> &'a Measured {
+    let o = outs.iter().find(|o| o.system == system && o.workload == "t").unwrap();
+    o.result.as_ref().unwrap_or_else(|e| panic!("{system}: {e}"))
 }
 
 #[test]
 fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
-    let dir = temp_dir("stream-sum");
-    write_trace(&dir.join("both.daeidx"), &[0, 1]);
-    write_trace(&dir.join("first.daeidx"), &[0]);
-    write_trace(&dir.join("second.daeidx"), &[1]);
-    let extra = [("both", "both.daeidx"), ("first", "first.daeidx"), ("second", "second.daeidx")]
-        .map(|(n, f)| workload(n, f, ""))
-        .concat();
-    let cfg = small_experiment(&dir, &extra);
-    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
-    let both = exp.file.workload.iter().find(|w| w.name == "both").unwrap();
-    assert_eq!(both.batches, 2, "every batch of the trace by default");
-    let outs = experiment::run(&exp, |_| {});
+    // Three experiments, one workload "t" each (the name seeds the tables' values): reading
+    // both batches, the first, the second.
+    let load = |tag: &str, batches: &[u64]| {
+        let dir = temp_dir(&format!("stream-sum-{tag}"));
+        write_trace(&dir.join("t.daeidx"), batches);
+        let cfg = small_experiment(&dir, &workload("t", "t.daeidx", ""));
+        Experiment::load(&cfg, &Overrides::default()).unwrap()
+    };
+    let exps = [load("both", &[0, 1]), load("first", &[0]), load("second", &[1])];
+    assert_eq!(exps[0].file.workload[1].batches, 2, "every batch of the trace by default");
+    // The functional pass reads, compiles and reduces the same batches.
+    let [b, f, s] = exps
+        .each_ref()
+        .map(|e| dae_sim::stream::check_workload(e, &e.file.workload[1], 2, |_, _| {}).unwrap());
+    assert_eq!((b.batches, b.lookups), (2, 12 + 13));
+    assert_eq!(b.output_sum, f.output_sum + s.output_sum);
+    assert_ne!(f.output_sum, s.output_sum);
+    let [both, first, second] = exps.each_ref().map(|e| experiment::run(e, |_| {}));
     for system in ["dae", "cpu", "h100"] {
-        let (b, f, s) = (
-            outcome(&outs, system, "both"),
-            outcome(&outs, system, "first"),
-            outcome(&outs, system, "second"),
-        );
+        let (b, f, s) = (outcome(&both, system), outcome(&first, system), outcome(&second, system));
         assert_eq!(b.time, f.time + s.time, "{system}");
         assert_eq!(b.lookups, f.lookups + s.lookups, "{system}");
         assert_eq!(b.lookups, 12 + 13, "{system}");
