@@ -1,5 +1,6 @@
 //! End-to-end runs: determinism, seeds, functional verification, the command line.
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
 use common::{dae_sim, small_experiment, temp_dir};

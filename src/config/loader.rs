@@ -221,7 +221,12 @@ impl Document {
     /// line 0, col 0). Missing intermediate tables are created; indexing past the end of an
     /// array, or descending into a non-table, is an error.
     pub fn set(&mut self, path: &str, value: toml::Value) -> Result<(), ConfigError> {
-        let origin = Location::command_line();
+        self.set_from(path, value, Location::command_line())
+    }
+
+    /// [`Document::set`], recording `origin` as the value's location (a sweep axis's values,
+    /// say), so that errors about the value point there.
+    pub fn set_from(&mut self, path: &str, value: toml::Value, origin: Location) -> Result<(), ConfigError> {
         let fail = |message: String| ConfigError::Invalid {
             location: origin.clone(),
             key: path.to_owned(),
