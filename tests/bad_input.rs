@@ -679,7 +679,7 @@ fn binary_trace_with_a_bad_magic_names_the_file_and_the_bytes_found() {
 }
 
 #[test]
-fn binary_trace_with_a_broken_checksum_names_the_file_and_both_sums() {
+fn binary_trace_with_a_broken_checksum_names_the_file_its_byte_and_both_sums() {
     let mut bytes = std::fs::read(configs().join("../traces/example.bin")).unwrap();
     bytes[24 + 8] ^= 1;
     let err = mem_trace_fails("binary-checksum", "binary", "bad.bin", &bytes);
