@@ -458,22 +458,30 @@ pub fn read_trace(
 ) -> Result<Option<EmbeddingBagInstance>, ConfigError> {
     let Some(t) = &spec.trace else { return Ok(None) };
     let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
-    let read = |field: &str, file: &str| {
-        let at = format!("{prefix}trace.{field}");
-        let path = relative_to(doc, &at, file);
-        crate::npy_read::read_ints(&path).map_err(|e| doc.error_at(&at, e.to_string()))
+    let path = |field: &str, file: &str| relative_to(doc, &format!("{prefix}trace.{field}"), file);
+    let read = |field: &str, path: &Path| {
+        crate::npy_read::read_ints(path)
+            .map_err(|e| doc.error_at(&format!("{prefix}trace.{field}"), e.to_string()))
     };
-    let (offsets, indices) = match t {
+    // The arrays, and the .npy files they came from (which errors in their contents name).
+    let (offsets, indices, files) = match t {
         compiler::TraceFiles::Npy { offsets, indices } => {
-            (read("offsets", offsets)?, read("indices", indices)?)
+            let (o, i) = (path("offsets", offsets), path("indices", indices));
+            (read("offsets", &o)?, read("indices", &i)?, Some((o, i)))
         }
         compiler::TraceFiles::Daeidx { file } => {
-            read_daeidx(doc, &format!("{prefix}trace.file"), file, spec)?
+            let (o, i) = read_daeidx(doc, &format!("{prefix}trace.file"), file, spec)?;
+            (o, i, None)
         }
     };
-    EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds)
-        .map(Some)
-        .map_err(|e| doc.error_at(&format!("{prefix}{}", e.field), e.message))
+    EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds).map(Some).map_err(|e| {
+        let message = match (&files, e.field) {
+            (Some((o, _)), "trace.offsets") => format!("{}: {}", o.display(), e.message),
+            (Some((_, i)), "trace.indices") => format!("{}: {}", i.display(), e.message),
+            _ => e.message,
+        };
+        doc.error_at(&format!("{prefix}{}", e.field), message)
+    })
 }
 
 /// Reads the first batch of the `.daeidx` trace `file` (config key `at`) as table-major CSR

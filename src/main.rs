@@ -647,12 +647,12 @@ fn bench_stream(
     match trace {
         Some(file) => {
             let file = file.to_str().ok_or_else(|| anyhow!("{}: not a UTF-8 path", file.display()))?;
+            doc.remove("workload[0].indices");
             doc.set("workload[0].trace.file", toml::Value::String(file.to_string()))?;
         }
         None => {
             let batches = lookups.div_ceil(per_batch(&doc)?.max(1)).max(1);
             doc.set("workload[0].batches", toml::Value::Integer(i64::try_from(batches)?))?;
-            doc.set("workload[0].indices.distribution", toml::Value::String("uniform".into()))?;
         }
     }
     let exp = Experiment::from_document(doc, &path, &Overrides::default())?;

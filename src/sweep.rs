@@ -235,12 +235,14 @@ impl Sweep {
         let mut experiments = Vec::with_capacity(points.len());
         for p in &points {
             let mut d = doc.clone();
-            for ((_, v), key) in p.values.iter().zip(&resolved) {
-                d.set(key, v.clone()).map_err(|e| SweepError::Point {
-                    index: p.index,
-                    values: p.label(),
-                    cause: Box::new(e),
-                })?;
+            for (k, ((_, v), key)) in p.values.iter().zip(&resolved).enumerate() {
+                // Errors about the value point at the axis's values.
+                let origin = doc.locate(&format!("sweep.axis[{k}].values")).cloned();
+                let set = match origin {
+                    Some(origin) => d.set_from(key, v.clone(), origin),
+                    None => d.set(key, v.clone()),
+                };
+                set.map_err(|e| SweepError::Point { index: p.index, values: p.label(), cause: Box::new(e) })?;
             }
             let exp = Experiment::from_document(d, path, overrides).map_err(|e| SweepError::Point {
                 index: p.index,

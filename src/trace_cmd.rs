@@ -37,8 +37,8 @@ pub enum TraceCmdError {
         /// What the system said.
         error: std::io::Error,
     },
-    /// A text file's line is bad (`line` 0: the file as a whole).
-    #[error("{file}:{line}: {message}")]
+    /// A text file's line is bad (`line` 0: the file as a whole, named without a line).
+    #[error("{file}{}: {message}", at_line(*.line))]
     Parse {
         /// The file.
         file: String,
@@ -50,6 +50,11 @@ pub enum TraceCmdError {
     /// The options do not make sense together.
     #[error("{0}")]
     Usage(String),
+}
+
+/// `:LINE` for a 1-based line, nothing for 0 (the file as a whole).
+fn at_line(line: usize) -> String {
+    if line == 0 { String::new() } else { format!(":{line}") }
 }
 
 fn usage(message: impl Into<String>) -> TraceCmdError {

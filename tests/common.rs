@@ -1,4 +1,5 @@
-//! Helpers shared by the end-to-end tests: temporary directories and small experiment files.
+//! Helpers shared by the end-to-end tests: temporary directories, small experiment, workload and
+//! trace files, and running the binary.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -58,4 +59,64 @@ baseline = "h100"
 /// Runs the `dae-sim` binary with `args`.
 pub fn dae_sim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dae-sim")).args(args).output().expect("run dae-sim")
+}
+
+/// Runs the `dae-sim` binary with `args` in `dir` (relative paths are then `dir`'s): its exit
+/// code and its stderr.
+pub fn dae_sim_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dae-sim"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run dae-sim");
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The HBM3-6400 memory preset written to `dir` with the first line that starts with `key =`
+/// replaced by `line`: the file and the 1-based number of the replaced line.
+pub fn broken_preset(dir: &Path, key: &str, line: &str) -> (PathBuf, usize) {
+    let text = std::fs::read_to_string(configs().join("memory/hbm3-6400.toml")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines.iter().position(|l| l.starts_with(&format!("{key} ="))).expect("key in the preset");
+    lines[at] = line.to_owned();
+    let file = dir.join("broken.toml");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    (file, at + 1)
+}
+
+/// Writes a trace of 2 tables x 3 bags (sizes 2, 0, 3 / 1, 4, 2) over 50 rows and a workload
+/// naming it; `indices` replaces the row ids when given.
+pub fn trace_workload(dir: &Path, indices: Option<&[i64]>) -> PathBuf {
+    let offsets: [i64; 7] = [0, 2, 2, 5, 6, 10, 12];
+    let rows: Vec<i64> =
+        indices.map(<[i64]>::to_vec).unwrap_or_else(|| (0..12).map(|j| (j * 17 + 3) % 50).collect());
+    dae_sim::npy::write(&dir.join("offsets.npy"), &[offsets.len()], &offsets).unwrap();
+    dae_sim::npy::write(&dir.join("indices.npy"), &[rows.len()], &rows).unwrap();
+    write_workload(dir, "traced", "offsets = \"offsets.npy\"\nindices = \"indices.npy\"")
+}
+
+/// Writes workload `name`, 2 tables x 3 bags over 50 rows, with `trace` as its `[trace]`.
+pub fn write_workload(dir: &Path, name: &str, trace: &str) -> PathBuf {
+    let wl = dir.join(format!("{name}.toml"));
+    let text = format!(
+        "name = \"{name}\"\nop = \"embedding_bag\"\ntables = 2\nrows = 50\ndim = 24\ndtype = \"f32\"\nbatch = 3\n\
+         [trace]\n{trace}\n"
+    );
+    std::fs::write(&wl, text).unwrap();
+    wl
+}
+
+/// Writes the trace of [`trace_workload`] as a `.daeidx` file (its first batch, and a second)
+/// and a workload naming it.
+pub fn daeidx_workload(dir: &Path) -> PathBuf {
+    use compiler::trace::{Header, IndexDtype, TraceWriter};
+    let rows: Vec<u64> = (0..12).map(|j| (j * 17 + 3) % 50).collect();
+    let mut w =
+        TraceWriter::create(&dir.join("t.daeidx"), Header::new(IndexDtype::U32, 2, 2, 3, 50)).unwrap();
+    w.write_section(&[0, 2, 2, 5], &rows[..5]).unwrap();
+    w.write_section(&[0, 1, 5, 7], &rows[5..]).unwrap();
+    w.write_section(&[0, 1, 1, 1], &[49]).unwrap();
+    w.write_section(&[0, 0, 0, 0], &[]).unwrap();
+    w.finish().unwrap();
+    write_workload(dir, "daeidx", "file = \"t.daeidx\"")
 }

@@ -1,6 +1,7 @@
 //! `--dump-outputs` and `--dump-inputs`: the dumped outputs equal sum pooling recomputed from the
 //! dumped inputs alone, read back with a `.npy` parser written here (not the simulator's writer).
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
 use common::{dae_sim, small_experiment, temp_dir};

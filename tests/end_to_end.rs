@@ -1,6 +1,7 @@
 //! End-to-end mode: a workload's dense layers run on each system's dense units as a roofline,
 //! beside the simulated embedding operation.
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
 use common::{dae_sim, small_experiment, temp_dir};

@@ -1,6 +1,10 @@
-//! `dae-sim mem`: the shipped traces in each format, the generators, the loaded-latency sweep,
-//! and clean failures (file and line, exit code 2) on bad input.
+//! `dae-sim mem`: the shipped traces in each format, the generators and the loaded-latency
+//! sweep. (Bad traces, presets and options: `bad_input.rs`.)
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
+mod common;
+
+use common::broken_preset;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -38,18 +42,6 @@ fn mem_ok(out: &Path, args: &[&str]) -> (String, Value) {
     assert!(stderr.contains("host speed: "), "{stderr}");
     let json = std::fs::read_to_string(out.join("mem-results.json")).expect("mem-results.json written");
     (String::from_utf8_lossy(&o.stdout).to_string(), serde_json::from_str(&json).expect("valid JSON"))
-}
-
-/// Runs `dae-sim mem` with `args`, expects exit code 2 and one error line; returns stderr.
-fn mem_fails(args: &[&str]) -> String {
-    let mut all = vec!["mem"];
-    all.extend_from_slice(args);
-    let o = dae_sim(&all);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.starts_with("error: "), "{err}");
-    err
 }
 
 /// Checks the fields every report has and returns `results`.
@@ -216,119 +208,4 @@ fn latency_curve_small() {
         assert!(bw.iter().all(|&b| b <= peak), "{bw:?}");
         assert!(p50[2] > 2.0 * p50[0], "{ratio}: {p50:?}");
     }
-}
-
-#[test]
-fn bad_trace_line_names_file_and_line() {
-    let dir = temp_dir("bad-line");
-    let trace = dir.join("bad.trace");
-    std::fs::write(&trace, "0x40 READ 1\n# fine so far\n0x80 RAED 2\n").unwrap();
-    let memory = memory();
-    let err = mem_fails(&["--memory", &memory, "--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
-    assert_eq!(
-        err.trim_end(),
-        format!(
-            "error: {}:3: unknown request kind \"RAED\": expected READ or WRITE (also read, write, P_MEM_RD, \
-             P_MEM_WR, BOFF) in \"0x80 RAED 2\"",
-            trace.display()
-        )
-    );
-    std::fs::write(&trace, "LD 0x40\nLD 40x\n").unwrap();
-    let err = mem_fails(&["--memory", &memory, "--trace", trace.to_str().unwrap(), "--format", "ramulator"]);
-    assert!(err.starts_with(&format!("error: {}:2: invalid address \"40x\"", trace.display())), "{err}");
-    // A binary trace with a broken checksum.
-    let mut bytes = std::fs::read(root().join("traces/example.bin")).unwrap();
-    bytes[24 + 8] ^= 1;
-    let bin = dir.join("bad.bin");
-    std::fs::write(&bin, bytes).unwrap();
-    let err = mem_fails(&["--memory", &memory, "--trace", bin.to_str().unwrap(), "--format", "binary"]);
-    assert!(err.starts_with(&format!("error: {}: checksum mismatch", bin.display())), "{err}");
-}
-
-#[test]
-fn address_beyond_capacity_names_file_and_line() {
-    let dir = temp_dir("capacity");
-    let trace = dir.join("far.trace");
-    std::fs::write(&trace, "LD 0x0\nLD 0xffffffffffffffc0\n").unwrap();
-    let memory = memory();
-    let err = mem_fails(&["--memory", &memory, "--trace", trace.to_str().unwrap(), "--format", "ramulator"]);
-    assert!(
-        err.starts_with(&format!(
-            "error: {}:2: address 0xffffffffffffffc0 (+64 B) is outside the memory's capacity of ",
-            trace.display()
-        )),
-        "{err}"
-    );
-}
-
-#[test]
-fn unknown_preset_and_bad_options() {
-    let err = mem_fails(&["--memory", "hbm3-64OO"]);
-    assert!(
-        err.starts_with("error: unknown memory preset \"hbm3-64OO\" (did you mean `hbm3-6400`?)"),
-        "{err}"
-    );
-    assert!(err.contains("hbm3-6400"), "{err}");
-    let err = mem_fails(&["--memory", "/nonexistent/mem.toml"]);
-    assert!(err.starts_with("error: /nonexistent/mem.toml: cannot read: "), "{err}");
-    let memory = memory();
-    let err = mem_fails(&["--memory", &memory, "--read-ratio", "1.5"]);
-    assert_eq!(err.trim_end(), "error: read ratio: 1.5 is not between 0 and 1");
-    let err = mem_fails(&["--memory", &memory, "--in-flight", "0"]);
-    assert_eq!(err.trim_end(), "error: requests in flight: must be at least 1");
-    let err = mem_fails(&["--memory", &memory, "--trace", "traces/none.trace", "--format", "dramsim3"]);
-    assert!(err.starts_with("error: traces/none.trace: cannot read: "), "{err}");
-    // clap's own usage errors keep its exit code 2 too.
-    let o = dae_sim(&["mem", "--memory", &memory, "--rate", "fast"]);
-    assert_eq!(o.status.code(), Some(2));
-    let o = dae_sim(&["mem", "--memory", &memory, "--trace", "traces/example.bin"]);
-    assert_eq!(o.status.code(), Some(2), "--trace needs --format");
-}
-
-#[test]
-fn bad_memory_file_names_file_line_and_key() {
-    let dir = temp_dir("bad-memory");
-    let base = std::fs::read_to_string(memory()).unwrap();
-    let file = dir.join("mem.toml");
-    std::fs::write(&file, format!("{base}\nunknown_key = 1\n")).unwrap();
-    let err = mem_fails(&["--memory", file.to_str().unwrap()]);
-    assert!(err.starts_with(&format!("error: {}:", file.display())), "{err}");
-    assert!(err.contains("unknown_key"), "{err}");
-}
-
-/// The HBM3-6400 preset with the first line that starts with `key =` replaced by `line`;
-/// returns the file and the 1-based number of the replaced line.
-fn broken_preset(dir: &Path, key: &str, line: &str) -> (PathBuf, usize) {
-    let text = std::fs::read_to_string(memory()).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let at = lines.iter().position(|l| l.starts_with(&format!("{key} ="))).expect("key in the preset");
-    lines[at] = line.to_owned();
-    let file = dir.join("broken.toml");
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    (file, at + 1)
-}
-
-#[test]
-fn unknown_mapping_names_file_line_and_key() {
-    let dir = temp_dir("bad-mapping");
-    let (file, line) = broken_preset(&dir, "mapping", "mapping = \"RoBaCoCh\"");
-    let err = mem_fails(&["--memory", file.to_str().unwrap()]);
-    assert!(
-        err.starts_with(&format!(
-            "error: {}:{line}:1: controller.mapping: unknown address mapping \"RoBaCoCh\"",
-            file.display()
-        )),
-        "{err}"
-    );
-}
-
-#[test]
-fn zero_sized_queue_names_file_line_and_key() {
-    let dir = temp_dir("zero-queue");
-    let (file, line) = broken_preset(&dir, "read_queue", "read_queue = 0");
-    let err = mem_fails(&["--memory", file.to_str().unwrap()]);
-    assert_eq!(
-        err.trim_end(),
-        format!("error: {}:{line}:1: controller.read_queue: must be above zero (value: 0)", file.display())
-    );
 }

@@ -1,6 +1,7 @@
 //! Power and energy: results.json carries them, more work costs more energy on real runs, and
 //! bad figures are config errors naming the file and key.
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
 use common::{configs, dae_sim, small_experiment, temp_dir};

@@ -1,5 +1,6 @@
 //! End-to-end runs: determinism, seeds, functional verification, the command line.
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
 use common::{dae_sim, small_experiment, temp_dir};
@@ -198,6 +199,7 @@ fn every_shipped_experiment_config_loads() {
         loaded,
         [
             "asymmetric-mapping",
+            "bench-stream",
             "bench-system",
             "compiled-vs-hand",
             "dae-vs-cpu",

@@ -2,6 +2,7 @@
 //! up exactly to the batches run alone, the number of threads does not change a figure, and a
 //! batch count the inputs cannot give is an error naming the key.
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
 use common::{dae_sim, small_experiment, temp_dir};

@@ -1,6 +1,6 @@
 //! Sweeps: identical results whatever the thread count, interrupted sweeps resumed without a
-//! point lost or run twice, shards merged into what the unsharded run gives, and bad sweeps
-//! refused before any point runs.
+//! point lost or run twice, and shards merged into what the unsharded run gives. (Bad sweeps:
+//! `bad_input.rs`.)
 
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
@@ -172,45 +172,6 @@ fn two_shards_merge_into_the_unsharded_results() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(results(&merged), results(&dir.join("all")));
-}
-
-#[test]
-fn bad_sweeps_are_refused_before_any_point_runs() {
-    let dir = temp_dir("sweep-bad");
-    let cases = [
-        ("[[sweep.axis]]\nkey = \"system.dae.no_such_key\"\nvalues = [1]\n", "names no key"),
-        ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = []\n", "at least one value"),
-        ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [\"four\"]\n", "point 0"),
-        (
-            "mode = \"zip\"\n[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n\
-             [[sweep.axis]]\nkey = \"workload.emb-small.batch\"\nvalues = [8]\n",
-            "as many values",
-        ),
-        (
-            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1]\n\
-             [sweep.memory_curve]\nmemory = \"no-such-memory\"\n",
-            "sweep.memory_curve",
-        ),
-        (
-            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1]\n\
-             [sweep.memory_curve]\nmemory = \"hbm2\"\nrequests = []\n",
-            "at least one request size",
-        ),
-    ];
-    for (axes, want) in cases {
-        let cfg = sweep_config(&dir, axes);
-        let out = dir.join("out");
-        let o = dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{axes}: {err}");
-        assert!(err.contains(want), "{axes}: {err}");
-        assert!(!out.exists(), "{axes}: nothing runs");
-    }
-    let cfg = sweep_config(&dir, AXES);
-    let o = dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--shard", "3/2"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--shard 3/2"), "{err}");
 }
 
 #[test]

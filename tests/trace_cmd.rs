@@ -1,5 +1,6 @@
 //! `dae-sim trace gen` and `dae-sim trace info`: deterministic, shaped as asked (skew, dedup,
-//! sorted bags, inter-batch reuse), and info's figures equal ones computed by hand.
+//! sorted bags, inter-batch reuse), and info's figures equal ones computed by hand. (Bad options
+//! and files: `bad_input.rs`.)
 
 use compiler::trace::{Header, IndexDtype, TraceReader, TraceWriter};
 use std::collections::{HashMap, HashSet};
@@ -238,29 +239,13 @@ fn info_on_the_shipped_datasets_matches_their_readmes() {
     assert_eq!(v["lookups"], 512);
 }
 
+/// A valid file of no batches that claims 2^32 - 1 tables gives its figures, not an allocation.
 #[test]
-fn bad_options_and_files_are_errors() {
-    let dir = temp_dir("trace-bad-opts");
+fn a_file_of_no_batches_claiming_many_tables_gives_figures() {
+    let dir = temp_dir("trace-many-tables");
     let out = dir.join("x.daeidx");
-    for (args, want) in [
-        (vec!["--reuse", "1.5"], "--reuse 1.5: must be between 0 and 1"),
-        (vec!["--distribution", "zipf", "--alpha=-1"], "--alpha -1: must be a positive number"),
-        (vec!["--format", "npy", "--batches", "2"], "holds one batch"),
-    ] {
-        let mut all = vec!["trace", "gen", "--out", out.to_str().unwrap()];
-        all.extend(args);
-        let o = dae_sim(&all);
-        let err = String::from_utf8_lossy(&o.stderr).to_string();
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(err.contains(want), "{want}: {err}");
-    }
-    // A valid file of no batches that claims 2^32 - 1 tables: figures, not an allocation.
     TraceWriter::create(&out, Header::new(IndexDtype::U32, u32::MAX, 0, 5, 10)).unwrap().finish().unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&trace(&["info", out.to_str().unwrap(), "--json"])).unwrap();
     assert_eq!((v["tables"].as_u64(), v["lookups"].as_u64()), (Some(u64::from(u32::MAX)), Some(0)));
-    std::fs::write(&out, b"DAEINDEX").unwrap();
-    let o = dae_sim(&["trace", "info", out.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(err.contains("x.daeidx: truncated at byte 8"), "{err}");
 }

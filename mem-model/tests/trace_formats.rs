@@ -308,7 +308,7 @@ fn binary_bad_checksum() {
     // Flip a bit of record 1's time: every field stays valid, only the sum disagrees.
     bytes[24 + 24 + 8] ^= 0x04;
     let e = binary_read(&bytes).unwrap_err();
-    assert!(e.starts_with("t.bin: checksum mismatch: the file stores 0x"), "{e}");
+    assert!(e.starts_with("t.bin: byte 120: checksum mismatch: the file stores 0x"), "{e}");
     assert!(e.contains(", its records hash to 0x"), "{e}");
     let mut r = BinaryReader::new(&bytes[..], "t.bin").unwrap();
     for _ in 0..4 {

@@ -221,7 +221,12 @@ impl Document {
     /// line 0, col 0). Missing intermediate tables are created; indexing past the end of an
     /// array, or descending into a non-table, is an error.
     pub fn set(&mut self, path: &str, value: toml::Value) -> Result<(), ConfigError> {
-        let origin = Location::command_line();
+        self.set_from(path, value, Location::command_line())
+    }
+
+    /// [`Document::set`], recording `origin` as the value's location (a sweep axis's values,
+    /// say), so that errors about the value point there.
+    pub fn set_from(&mut self, path: &str, value: toml::Value, origin: Location) -> Result<(), ConfigError> {
         let fail = |message: String| ConfigError::Invalid {
             location: origin.clone(),
             key: path.to_owned(),
@@ -239,6 +244,18 @@ impl Document {
             self.table = table;
         }
         result
+    }
+
+    /// Removes the key at a dotted path (a command-line edit, as [`Document::set`]); whether
+    /// there was one.
+    pub fn remove(&mut self, path: &str) -> bool {
+        let Some(segments) = parse_path(path) else { return false };
+        let mut root = Value::Table(std::mem::take(&mut self.table));
+        let removed = remove_in(&mut root, &segments);
+        if let Value::Table(table) = root {
+            self.table = table;
+        }
+        removed
     }
 
     /// Deserializes the merged table into T, turning errors into ConfigError with the key path,
@@ -536,6 +553,18 @@ fn overlay(
 }
 
 /// Sets `segments[depth..]` below `slot` to `value`, creating missing tables.
+/// Removes the key `segments` leads to below `slot`; whether there was one.
+fn remove_in(slot: &mut Value, segments: &[Segment]) -> bool {
+    match (segments, slot) {
+        ([Segment::Key(k)], Value::Table(t)) => t.remove(k).is_some(),
+        ([Segment::Key(k), rest @ ..], Value::Table(t)) => t.get_mut(k).is_some_and(|c| remove_in(c, rest)),
+        ([Segment::Index(i), rest @ ..], Value::Array(a)) => {
+            a.get_mut(*i).is_some_and(|c| remove_in(c, rest))
+        }
+        _ => false,
+    }
+}
+
 fn set_in(
     slot: &mut Value,
     provenance: &mut Provenance,
@@ -901,6 +930,19 @@ mod tests {
         let document = parse("system = []\n");
         let text = document.deserialize::<Config>().expect_err("missing").to_string();
         assert_eq!(text, "configs/x.toml:1:1: missing field `experiment`");
+    }
+
+    #[test]
+    fn remove_drops_a_key_inside_arrays_of_tables_and_nothing_else() {
+        let mut document = parse("[[w]]\nname = \"a\"\n[w.indices]\nalpha = 1.0\n[[w]]\nname = \"b\"\n");
+        assert!(document.remove("w[0].indices"));
+        assert_eq!(document.get("w[0].indices"), None);
+        assert_eq!(document.get("w[0].name"), Some(&Value::String("a".into())));
+        for absent in ["w[0].indices", "w[1].indices", "w[2].name", "w.name", "x", "w[0"] {
+            assert!(!document.remove(absent), "{absent}");
+        }
+        assert!(document.remove("w[1].name"));
+        assert_eq!(document.get("w[1].name"), None);
     }
 
     #[test]

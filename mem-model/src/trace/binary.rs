@@ -261,7 +261,12 @@ impl<R: Read> BinaryReader<R> {
         }
         let stored = u64::from_le_bytes(c);
         if stored != self.hash {
-            return Err(TraceError::BadChecksum { file: self.name.clone(), stored, computed: self.hash });
+            return Err(TraceError::BadChecksum {
+                file: self.name.clone(),
+                offset: self.offset - CHECKSUM_LEN,
+                stored,
+                computed: self.hash,
+            });
         }
         let at = self.offset;
         let mut extra = [0u8; 1];

@@ -148,11 +148,14 @@ pub enum TraceError {
     },
     /// A binary trace's records do not hash to the checksum stored after them.
     #[error(
-        "{file}: checksum mismatch: the file stores {stored:#018x}, its records hash to {computed:#018x}"
+        "{file}: byte {offset}: checksum mismatch: the file stores {stored:#018x}, its records hash to \
+         {computed:#018x}"
     )]
     BadChecksum {
         /// The trace.
         file: String,
+        /// Where the checksum starts.
+        offset: u64,
         /// The checksum in the file.
         stored: u64,
         /// The FNV-1a 64 of the records read.

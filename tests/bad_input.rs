@@ -1,0 +1,795 @@
+//! Every user-facing error path on bad input, a test each (or a table of cases where many checks
+//! share one shape, as a workload's field checks do): experiment configs, workload files, index
+//! traces (`.daeidx`, `.npy`), graph and triples files, memory traces and presets for
+//! `dae-sim mem`, sweeps and `trace gen`'s options. Each runs the `dae-sim` binary on a small bad
+//! input written to a temporary directory and checks that it fails cleanly (exit code 2, one
+//! `error: ` line, no panic) with a message that names the file, the line, key or byte offset,
+//! and the value at fault.
+
+#[allow(dead_code)] // this suite needs only some of the shared helpers
+mod common;
+
+use common::{
+    broken_preset, configs, dae_sim_in, daeidx_workload, small_experiment, temp_dir, trace_workload,
+    write_workload,
+};
+use dae_sim::experiment::{Experiment, Overrides};
+use std::path::{Path, PathBuf};
+
+/// Runs `dae-sim ARGS` in `dir`, which must fail cleanly: exit code 2, no panic, and a message
+/// that starts with `error: `. Returns stderr.
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let (code, err) = dae_sim_in(dir, args);
+    assert_eq!(code, Some(2), "dae-sim {args:?}: exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "dae-sim {args:?}: {err}");
+    assert!(err.starts_with("error: "), "dae-sim {args:?}: {err}");
+    err
+}
+
+/// Asserts that `err` holds each of `parts`.
+fn says(err: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(err.contains(p), "{p:?} is not in: {err}");
+    }
+}
+
+/// `dae-sim --config CONFIG --quiet`, which must fail cleanly; returns stderr.
+fn config_fails(config: &Path) -> String {
+    fails(Path::new("."), &["--config", config.to_str().unwrap(), "--quiet"])
+}
+
+/// `dae-sim compile --workload WORKLOAD`, which must fail cleanly; returns stderr.
+fn compile_fails(workload: &Path) -> String {
+    fails(Path::new("."), &["compile", "--workload", workload.to_str().unwrap()])
+}
+
+/// The small experiment (see [`small_experiment`]) in a fresh directory `tag`, with its first
+/// `from` replaced by `to`.
+fn edited_experiment(tag: &str, from: &str, to: &str) -> PathBuf {
+    let cfg = small_experiment(&temp_dir(tag), "");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(text.contains(from), "{from:?} is not in the small experiment");
+    std::fs::write(&cfg, text.replacen(from, to, 1)).unwrap();
+    cfg
+}
+
+// ---------------------------------------------------------------------------------------------
+// Experiment configs
+
+#[test]
+fn malformed_toml_names_file_line_and_column() {
+    let dir = temp_dir("malformed");
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "[experiment]\nname = \"x\"\nseed = = 3\n").unwrap();
+    let err = config_fails(&path);
+    says(&err, &[&format!("{}:3:8: invalid TOML", path.display())]);
+}
+
+#[test]
+fn unknown_key_is_named_with_a_suggestion() {
+    let cfg = edited_experiment("unknown-key", "cores = 4\naccess_unit", "cors = 4\naccess_unit");
+    let at = format!("{}:13:1: system[1].cors: unknown field `cors`", cfg.display());
+    says(&config_fails(&cfg), &[&at, "(did you mean `cores`?)", "(value: 4)"]);
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_the_key_and_the_value() {
+    let cfg = edited_experiment("wrong-type", "cores = 4\naccess_unit", "cores = \"four\"\naccess_unit");
+    let err = config_fails(&cfg);
+    says(&err, &[&format!("{}:13:", cfg.display()), "system[1].cores: invalid type: string \"four\""]);
+}
+
+#[test]
+fn a_missing_unit_is_named_with_the_value() {
+    let cfg = edited_experiment(
+        "missing-unit",
+        "cores = 4\naccess_unit = \"none\"",
+        "cores = 4\naccess_unit = \"none\"\ncore.clock = 3",
+    );
+    says(&config_fails(&cfg), &["system[1].core.clock: missing unit in 3", "\"3GHz\"", "(value: 3)"]);
+}
+
+#[test]
+fn an_impossible_value_is_named_with_the_value() {
+    let cfg = edited_experiment("impossible-value", "cores = 4\naccess_unit", "cores = 0\naccess_unit");
+    let err = config_fails(&cfg);
+    assert!(err.contains("system[1].cores: must be in 1..=4096 (value: 0)"), "{err}");
+}
+
+#[test]
+fn a_wrong_unit_is_named_with_the_units_known() {
+    let cfg = edited_experiment(
+        "wrong-unit",
+        "cores = 4\naccess_unit",
+        "cores = 2\nmemory.latency = \"120 nsec\"\naccess_unit",
+    );
+    let err = config_fails(&cfg);
+    says(&err, &["system[1].memory.latency: unknown unit \"nsec\"", "expected one of: ps, ns"]);
+}
+
+#[test]
+fn a_missing_config_and_a_bad_baseline_are_errors() {
+    let err = config_fails(Path::new("/nonexistent/experiment.toml"));
+    assert!(err.contains("/nonexistent/experiment.toml: cannot read"), "{err}");
+    let cfg = edited_experiment("baseline", "baseline = \"h100\"", "baseline = \"a100\"");
+    let err = config_fails(&cfg);
+    assert!(err.contains("report.baseline: no system is named \"a100\""), "{err}");
+}
+
+#[test]
+fn out_of_range_core_and_access_unit_sizes_are_named() {
+    for (edit, key, why) in [
+        ("core = { rob_entries = 4000000000 }", "system[1].core.rob_entries", "must be 1 to 65536"),
+        ("core = { lq_entries = 0 }", "system[1].core.lq_entries", "must be 1 to 65536"),
+        (
+            "core = { functional_units = { alu = 0, muldiv = 1, vector = 1, load = 1, store = 1 } }",
+            "system[1].core.functional_units.alu",
+            "must be 1 to 64",
+        ),
+    ] {
+        // The second system (the plain CPU) gets the bad value.
+        let cfg = edited_experiment(
+            "core-range",
+            "cores = 4\naccess_unit = \"none\"",
+            &format!("cores = 4\naccess_unit = \"none\"\n{edit}"),
+        );
+        let err = config_fails(&cfg);
+        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
+    }
+    let cfg = edited_experiment(
+        "au-range",
+        "cores = 4\n",
+        "cores = 4\naccess_unit = { storage = \"16KiB\", max_outstanding = 8, requests_per_cycle = 1, \
+         events_per_cycle = 1, outq_entries = 8, lanes = 65 }\n",
+    );
+    let err = config_fails(&cfg);
+    assert!(err.contains("system[0].access_unit.lanes") && err.contains("must be 1 to 64"), "{err}");
+}
+
+#[test]
+fn a_zero_sized_output_queue_names_the_key_and_the_value() {
+    let cfg = edited_experiment("zero-outq", "cores = 4\n", "cores = 4\naccess_unit.outq_entries = 0\n");
+    let err = config_fails(&cfg);
+    says(
+        &err,
+        &[
+            &format!("{}:", cfg.display()),
+            "system[0].access_unit.outq_entries: must be at least 1 (value: 0)",
+        ],
+    );
+}
+
+/// System presets are included by path: a preset that does not exist is an include that
+/// cannot be read, named where it is included.
+#[test]
+fn an_unknown_system_preset_names_the_include_and_the_file() {
+    let cfg = edited_experiment("missing-include", "systems/h100-sxm.toml", "systems/h900-sxm.toml");
+    let err = config_fails(&cfg);
+    says(&err, &[&format!("{}:18:1: include = \"", cfg.display()), "cannot read ", "h900-sxm.toml"]);
+}
+
+#[test]
+fn an_included_file_with_bad_toml_names_that_file_and_its_line() {
+    let dir = temp_dir("bad-include");
+    std::fs::write(dir.join("base.toml"), "kind = \"dae\"\ncores = [\n").unwrap();
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let dae = configs().join("systems/dae-hbm3.toml").display().to_string();
+    std::fs::write(&cfg, text.replacen(&dae, "base.toml", 1)).unwrap();
+    let err = config_fails(&cfg);
+    says(&err, &["include = \"base.toml\"", "base.toml:2:", "invalid TOML"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workload files
+
+#[test]
+fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
+    let dir = temp_dir("bad-workload");
+    let base = "name = \"w\"\nop = \"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\n\
+                batch = 2\nbag_size = 4\n[indices]\ndistribution = \"uniform\"\n";
+    for (n, (edit, want)) in [
+        (("dim = 8\ndtype = \"f32\"", "dim = 10\ndtype = \"int8\""), "dim: 10 is not a multiple of 4"),
+        (
+            (
+                "op = \"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\nbatch = 2\nbag_size = 4",
+                "op = \"kg_score\"\nrows = 100\ndim = 8\ndtype = \"int8\"\nbatch = 2\nrelations = 2\nmodel = \"distmult\"",
+            ),
+            "dtype: int8 rows are for embedding bags",
+        ),
+        (
+            (
+                "\"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"",
+                "\"tt_embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"bf16\"",
+            ),
+            "dtype: Bf16 cores: a TT-EmbeddingBag's cores are f32",
+        ),
+        (
+            ("batch = 2", "batch = 2\npooling = \"max\"\nweights = true"),
+            "weights: per-lookup weights need pooling",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"sparse_attention\"\nblock = 3"),
+            "block: 3 does not divide bag_size 4",
+        ),
+        (
+            ("batch = 2", "batch = 2\nmodel = \"transe\""),
+            "model: model, relations and negatives are for op = \"kg_score\"",
+        ),
+        (("dtype = \"f32\"", "dtype = \"f32\"\nmodel = \"rotate\""), "unknown variant `rotate`"),
+        (
+            ("batch = 2", "batch = 2\npadding_idx = 100"),
+            "padding_idx: 100 is not a row of the 100-row tables",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"sparse_attention\"\npadding_idx = 0"),
+            "padding_idx: only op = \"embedding_bag\" takes a padding index",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\""),
+            "tt: required for op = \"tt_embedding_bag\"",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[tt]\nrow_factors = [4, 5, 5]\ndim_factors = [2, 2, 2]\nrank = 4\n"),
+            "tt: only op = \"tt_embedding_bag\" takes a [tt] shape",
+        ),
+        (
+            ("\"embedding_bag\"\ntables = 1\nrows = 100", "\"tt_embedding_bag\"\ntables = 1\nrows = 101"),
+            "tt.row_factors: their product 100 is less than rows = 101",
+        ),
+        (
+            (
+                "\"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8",
+                "\"tt_embedding_bag\"\ntables = 1\nrows = 100\ndim = 9",
+            ),
+            "tt.dim_factors: their product 8 is not dim = 9",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\"\npooling = \"max\""),
+            "pooling: a TT-EmbeddingBag pools by sum or mean",
+        ),
+        (
+            ("op = \"embedding_bag\"", "op = \"tt_embedding_bag\""),
+            "tt: row_factors and dim_factors take three factors each",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ndistribution = \"zipf\"\n"),
+            "table_indices: entry 0: distribution = \"zipf\" needs alpha",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ndistribution = \"uniform\"\nrows = 101\n"),
+            "table_indices: entry 0: rows = 101 is outside 1..=100",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ntables = 2\ndistribution = \"uniform\"\n"),
+            "table_indices: the entries cover 2 tables, but the workload has 1",
+        ),
+        (
+            ("uniform\"\n", "uniform\"\n[[table_indices]]\ndistribution = \"normal\"\n"),
+            "unknown variant `normal`",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.join(format!("w{n}.toml"));
+        let mut text = base.replace(edit.0, edit.1);
+        let shapeless = want.starts_with("tt: required") || want.starts_with("tt: only");
+        if edit.1.contains("tt_embedding_bag") && !shapeless {
+            // A TT workload's shape, at the end (a TOML table takes the keys after it).
+            let factors = if want.contains("three factors") { "[100]" } else { "[4, 5, 5]" };
+            text.push_str(&format!("[tt]\nrow_factors = {factors}\ndim_factors = [2, 2, 2]\nrank = 4\n"));
+        }
+        std::fs::write(&path, text).unwrap();
+        let err = compile_fails(&path);
+        assert!(err.contains(&path.display().to_string()) && err.contains(want), "{edit:?}: {err}");
+    }
+    for (edit, key, why) in [
+        ("compiler = { opt_level = 4 }", "system[0].compiler.opt_level", "4 is not a level (0 to 3)"),
+        (
+            "compiler = { passes = [\"decouple\", \"unroll\"] }",
+            "system[0].compiler.passes",
+            "unknown pass `unroll`",
+        ),
+        (
+            "compiler = { partition = \"tablewise\" }",
+            "system[0].compiler.partition",
+            "unknown variant `tablewise`, expected `cost` or `tables`",
+        ),
+    ] {
+        let cfg = edited_experiment("bad-compiler", "cores = 4\n", &format!("cores = 4\n{edit}\n"));
+        let err = config_fails(&cfg);
+        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
+    }
+}
+
+/// A small embedding-bag workload `w.toml` in a fresh directory `tag`, with `extra` appended.
+fn workload(tag: &str, op: &str, extra: &str) -> PathBuf {
+    let path = temp_dir(tag).join("w.toml");
+    let text = format!(
+        "name = \"w\"\nop = \"{op}\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\nbatch = 2\n\
+         bag_size = 4\n{extra}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn an_unknown_op_names_the_file_line_and_the_known_ones() {
+    let wl = workload("unknown-op", "spmv", "[indices]\ndistribution = \"uniform\"\n");
+    let line = format!("{}:2:1: op: unknown variant `spmv`", wl.display());
+    says(&compile_fails(&wl), &[&line, "expected one of `embedding_bag`"]);
+}
+
+#[test]
+fn a_zipf_alpha_that_is_not_positive_names_the_key_and_the_value() {
+    let wl = workload("bad-alpha", "embedding_bag", "[indices]\ndistribution = \"zipf\"\nalpha = -1.0\n");
+    let err = compile_fails(&wl);
+    let line = format!("{}:11:1: indices.alpha: -1 must be a positive number (value: -1.0)", wl.display());
+    assert!(err.contains(&line), "{err}");
+}
+
+#[test]
+fn a_bad_npy_trace_names_the_file_the_key_and_the_fault() {
+    let dir = temp_dir("trace-bad");
+    let outside: Vec<i64> = (0..12).map(|j| if j == 7 { 50 } else { j }).collect();
+    let wl = trace_workload(&dir, Some(&outside));
+    let err = compile_fails(&wl);
+    assert!(err.contains(&wl.display().to_string()), "{err}");
+    says(&err, &["trace.indices", "indices.npy: indices[7] = 50 is outside the table's 50 rows"]);
+    // Offsets for another batch, a missing file, and an array of floats.
+    let text = std::fs::read_to_string(&wl).unwrap();
+    for (edit, want) in [
+        (text.replace("batch = 3", "batch = 4"), "7 offsets, but tables x batch + 1 = 2 x 4 + 1 = 9"),
+        (text.replace("\"indices.npy\"", "\"missing.npy\""), "missing.npy: cannot read"),
+    ] {
+        std::fs::write(&wl, edit).unwrap();
+        says(&compile_fails(&wl), &[want]);
+    }
+    std::fs::write(&wl, &text).unwrap();
+    dae_sim::npy::write(&dir.join("indices.npy"), &[2], &[0.5f32, 1.5]).unwrap();
+    let err = compile_fails(&wl);
+    assert!(err.contains("trace.indices") && err.contains("not a little-endian integer"), "{err}");
+}
+
+#[test]
+fn a_negative_row_id_in_a_npy_trace_names_the_file_and_the_element() {
+    let dir = temp_dir("trace-negative");
+    let rows: Vec<i64> = (0..12).map(|j| if j == 3 { -1 } else { j }).collect();
+    let wl = trace_workload(&dir, Some(&rows));
+    let err = compile_fails(&wl);
+    says(&err, &["trace.indices", "indices.npy: indices[3] = -1 is outside the table's 50 rows"]);
+}
+
+#[test]
+fn a_daeidx_trace_of_another_shape_or_a_corrupt_one_names_the_key_and_file() {
+    let dir = temp_dir("daeidx-bad");
+    let wl = daeidx_workload(&dir);
+    let text = std::fs::read_to_string(&wl).unwrap();
+    for (edit, want) in [
+        (
+            text.replace("batch = 3", "batch = 4"),
+            "the trace has 3 bags per table (batch), but the workload's batch = 4",
+        ),
+        (text.replace("tables = 2", "tables = 3"), "the trace has 2 tables, but the workload's tables = 3"),
+        (
+            text.replace("rows = 50", "rows = 40"),
+            "the trace's row ids run below rows = 50, more than the workload's rows = 40",
+        ),
+        (text.replace("file = ", "offsets = \"o.npy\"\nfile = "), "not both"),
+    ] {
+        std::fs::write(&wl, edit).unwrap();
+        says(&compile_fails(&wl), &["trace", want]);
+    }
+    std::fs::write(&wl, &text).unwrap();
+    let p = dir.join("t.daeidx");
+    let mut bytes = std::fs::read(&p).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 1;
+    std::fs::write(&p, bytes).unwrap();
+    says(&compile_fails(&wl), &["trace.file", "t.daeidx: byte", "checksum mismatch"]);
+}
+
+#[test]
+fn a_npy_trace_without_its_other_array_names_the_key() {
+    let dir = temp_dir("trace-half");
+    let wl = write_workload(&dir, "half", "offsets = \"offsets.npy\"");
+    let err = compile_fails(&wl);
+    says(&err, &[&format!("{}:", wl.display()), "trace"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `.daeidx` index traces, read by `trace info`: a file from `trace gen` with bytes corrupted.
+// 1 table of 4 bags of 3 u32 row ids below 100: the header (48 bytes), offsets 0, 3, 6, 9, 12
+// (bytes 48 to 88), 12 row ids (88 to 136), the CRC-32 (136 to 140).
+
+/// `trace info` on a generated `t.daeidx` after `corrupt` has changed its bytes; returns stderr.
+fn corrupt_daeidx(tag: &str, corrupt: impl FnOnce(&mut Vec<u8>)) -> String {
+    let dir = temp_dir(tag);
+    let shape = ["--tables", "1", "--rows", "100", "--batch", "4", "--bag-size", "3"];
+    let (code, err) = dae_sim_in(&dir, &[&["trace", "gen", "--out", "t.daeidx"][..], &shape].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let mut bytes = std::fs::read(dir.join("t.daeidx")).unwrap();
+    assert_eq!(bytes.len(), 140, "the layout above");
+    corrupt(&mut bytes);
+    std::fs::write(dir.join("t.daeidx"), bytes).unwrap();
+    fails(&dir, &["trace", "info", "t.daeidx"])
+}
+
+#[test]
+fn daeidx_wrong_magic_names_byte_0_and_the_bytes_found() {
+    let err = corrupt_daeidx("daeidx-magic", |b| b[..4].copy_from_slice(b"JUNK"));
+    says(&err, &["t.daeidx: byte 0: bad magic [4a, 55, 4e, 4b, 4e, 44, 45, 58]", "\"DAEINDEX\""]);
+}
+
+#[test]
+fn daeidx_wrong_version_names_byte_8_and_the_version() {
+    let err = corrupt_daeidx("daeidx-version", |b| b[8] = 7);
+    says(&err, &["t.daeidx: byte 8: unsupported format version 7 (this dae-sim reads version 1)"]);
+}
+
+#[test]
+fn daeidx_unknown_row_id_type_names_byte_10_and_the_code() {
+    let err = corrupt_daeidx("daeidx-dtype", |b| b[10] = 2);
+    says(&err, &["t.daeidx: byte 10: unknown row id type 2"]);
+}
+
+#[test]
+fn daeidx_truncated_file_names_its_length_and_what_the_header_needs() {
+    let err = corrupt_daeidx("daeidx-truncated", |b| b.truncate(100));
+    says(&err, &["t.daeidx: truncated at byte 100: the header's counts", "need 140 bytes"]);
+}
+
+#[test]
+fn daeidx_truncated_header_names_the_byte() {
+    let err = corrupt_daeidx("daeidx-short", |b| b.truncate(8));
+    says(&err, &["t.daeidx: truncated at byte 8: the header needs 48 bytes, the file has 8"]);
+}
+
+#[test]
+fn daeidx_corrupted_checksum_names_its_byte_and_both_sums() {
+    let err = corrupt_daeidx("daeidx-checksum", |b| b[139] ^= 0x80);
+    says(&err, &["t.daeidx: byte 136: checksum mismatch: stored 0x", ", computed 0x"]);
+}
+
+#[test]
+fn daeidx_row_id_out_of_range_names_its_byte_bag_and_value() {
+    let err = corrupt_daeidx("daeidx-row", |b| b[92..96].copy_from_slice(&100u32.to_le_bytes()));
+    says(
+        &err,
+        &["t.daeidx: byte 92: batch 0, table 0, bag 0: row id 100 is out of range for a table of 100 rows"],
+    );
+}
+
+#[test]
+fn daeidx_offsets_that_decrease_name_their_byte_and_values() {
+    let err = corrupt_daeidx("daeidx-offsets", |b| b[64..72].copy_from_slice(&2u64.to_le_bytes()));
+    says(
+        &err,
+        &[
+            "t.daeidx: byte 64: batch 0, table 0: offsets not monotone: offsets[2] = 2 is below offsets[1] = 3",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `.npy` arrays, read by `trace info --offsets --indices`: one bag of 3 row ids.
+
+/// `trace info` on `o.npy` (offsets 0, 3) and `i.npy`, whose bytes `indices` writes; returns
+/// stderr.
+fn bad_npy(tag: &str, indices: impl FnOnce(&Path)) -> String {
+    let dir = temp_dir(tag);
+    dae_sim::npy::write(&dir.join("o.npy"), &[2], &[0i64, 3]).unwrap();
+    indices(&dir.join("i.npy"));
+    fails(&dir, &["trace", "info", "--offsets", "o.npy", "--indices", "i.npy", "--tables", "1"])
+}
+
+#[test]
+fn npy_without_the_magic_names_the_file_and_offset_0() {
+    let err = bad_npy("npy-magic", |p| std::fs::write(p, b"NUMPY\x01\x00{}").unwrap());
+    says(&err, &["i.npy: not a .npy file (no \\x93NUMPY magic at offset 0)"]);
+}
+
+#[test]
+fn npy_header_without_a_dtype_names_the_file() {
+    let header = "{'fortran_order': False, 'shape': (3,), }\n";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    let err = bad_npy("npy-header", |p| std::fs::write(p, &bytes).unwrap());
+    says(&err, &["i.npy: header has no 'descr'"]);
+}
+
+#[test]
+fn npy_of_floats_names_the_file_and_the_dtype() {
+    let err = bad_npy("npy-dtype", |p| dae_sim::npy::write(p, &[3], &[0.5f32, 1.0, 2.0]).unwrap());
+    says(&err, &["i.npy: dtype '<f4' is not a little-endian integer"]);
+}
+
+#[test]
+fn npy_negative_index_names_the_file_the_element_and_the_value() {
+    let err = bad_npy("npy-negative", |p| dae_sim::npy::write(p, &[3], &[4i64, -7, 2]).unwrap());
+    assert_eq!(err.trim_end(), "error: i.npy: indices[1] = -7 is negative");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph and knowledge-graph files
+
+/// A missing file, a malformed line or an id out of range, in a graph file or a triples file,
+/// is an error naming the config file, the key, the data file and its line; never a panic.
+#[test]
+fn bad_graph_and_triples_files_name_the_file_the_line_and_the_key() {
+    let dir = temp_dir("bad-files");
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let graph = write(
+        "g.toml",
+        "name = \"g\"\nop = \"gnn_aggregate\"\ndim = 8\ndtype = \"f32\"\n\n[graph]\nfile = \"data/g.txt\"\n\
+         format = \"snap\"\nvertices = 4\n",
+    );
+    let kg = write(
+        "kg.toml",
+        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"transe\"\nrows = 10\nrelations = 3\nnegatives = 2\n\
+         dim = 8\ndtype = \"f32\"\nbatch = 2\ntriples = \"data/t.tsv\"\n",
+    );
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let data = |name: &str| dir.join("data").join(name);
+    let run = |wl: &Path| {
+        let err = compile_fails(wl);
+        assert!(err.contains(&wl.display().to_string()), "the config file: {err}");
+        err
+    };
+    // Missing files.
+    let err = run(&graph);
+    assert!(err.contains("graph.file") && err.contains("data/g.txt: cannot read"), "{err}");
+    let err = run(&kg);
+    assert!(err.contains("triples") && err.contains("data/t.tsv: cannot read"), "{err}");
+    // Malformed lines and ids out of range, with their line numbers.
+    for (text, want) in [
+        ("# c\n0 1\n1 2 3\n", "g.txt:3: expected `from to` (2 fields), found 3"),
+        ("0 1\n2 four\n", "g.txt:2: \"four\" is not a vertex id"),
+        ("0 1\n1 2\n3 4\n", "g.txt:3: vertex 4 is not below vertices = 4"),
+    ] {
+        std::fs::write(data("g.txt"), text).unwrap();
+        let err = run(&graph);
+        assert!(err.contains("graph.file") && err.contains(want), "{want}: {err}");
+    }
+    for (text, want) in [
+        ("0\t1\t2\n3\t1\n", "t.tsv:2: expected `head relation tail` (3 fields), found 2"),
+        ("0\t1\t2\n3\t3\t4\n", "t.tsv:2: relation 3 is not below relations = 3"),
+        ("0\t1\t10\n", "t.tsv:1: tail 10 is not below rows = 10"),
+        ("0\t1\t2\n", "data/t.tsv: 2 triples, but the triples file has 1"),
+    ] {
+        std::fs::write(data("t.tsv"), text).unwrap();
+        let err = run(&kg);
+        let key = if want.contains("but the triples file") { "batch:" } else { "triples" };
+        assert!(err.contains(want) && err.contains(key), "{want}: {err}");
+    }
+    // In an experiment, the key is the workload's.
+    std::fs::write(data("g.txt"), "0 1\n1 x\n").unwrap();
+    let cfg = small_experiment(&dir, &format!("\n[[workload]]\ninclude = \"{}\"\n", graph.display()));
+    let e = Experiment::load(&cfg, &Overrides::default()).unwrap_err().to_string();
+    assert!(e.contains("workload[1].graph.file") && e.contains("g.txt:2: \"x\" is not a vertex id"), "{e}");
+    // Good files run.
+    std::fs::write(data("g.txt"), "0 1\n1 2\n3 0\n").unwrap();
+    std::fs::write(data("t.tsv"), "0\t1\t2\n3\t2\t9\n").unwrap();
+    for wl in [&graph, &kg] {
+        let (code, err) = dae_sim_in(&dir, &["compile", "--workload", wl.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
+/// `trace info --kind KIND FILE` on a file `name` holding `text`, which must fail; returns stderr.
+fn info_fails(tag: &str, kind: &str, name: &str, text: &str) -> String {
+    let dir = temp_dir(tag);
+    std::fs::write(dir.join(name), text).unwrap();
+    fails(&dir, &["trace", "info", "--kind", kind, name])
+}
+
+#[test]
+fn snap_line_that_does_not_parse_names_the_file_the_line_and_the_token() {
+    let err = info_fails("snap-line", "snap", "g.txt", "# edges\n0 1\n1 -2\n");
+    assert_eq!(err.trim_end(), "error: g.txt:3: \"-2\" is not a vertex id (a non-negative integer)");
+}
+
+#[test]
+fn matrix_market_bad_banner_names_line_1_and_what_it_found() {
+    let err = info_fails("mtx-banner", "mtx", "g.mtx", "%%MatrixMarket matrix array real general\n2 2\n");
+    says(&err, &["g.mtx:1: only `matrix coordinate` files are graphs, found `matrix array`"]);
+}
+
+#[test]
+fn matrix_market_bad_size_line_names_the_line_and_the_value() {
+    let text = "%%MatrixMarket matrix coordinate pattern general\n% a comment\n3 three 2\n1 2\n";
+    let err = info_fails("mtx-size", "mtx", "g.mtx", text);
+    says(&err, &["g.mtx:3: cols \"three\" is not a non-negative integer"]);
+}
+
+#[test]
+fn cora_paper_beyond_the_vertex_count_names_the_file_the_line_and_the_paper() {
+    let dir = temp_dir("cora-id");
+    std::fs::write(dir.join("g.cites"), "35 1033\n35 103482\n1033 4242\n").unwrap();
+    let wl = dir.join("cora.toml");
+    let text = "name = \"cora\"\nop = \"gnn_aggregate\"\ndim = 8\ndtype = \"f32\"\n\n[graph]\n\
+                file = \"g.cites\"\nformat = \"cora\"\nvertices = 3\n";
+    std::fs::write(&wl, text).unwrap();
+    let err = compile_fails(&wl);
+    says(&err, &["graph.file", "g.cites:3: paper \"4242\" is distinct paper 4, beyond vertices = 3"]);
+}
+
+#[test]
+fn triples_line_that_does_not_parse_names_the_file_the_line_and_the_field() {
+    let err = info_fails("kg-line", "kg", "t.tsv", "0\t1\t2\n3\tr\t4\n");
+    assert_eq!(err.trim_end(), "error: t.tsv:2: relation \"r\" is not an id (a non-negative integer)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory traces and presets for `dae-sim mem`
+
+/// The HBM3-6400 preset.
+fn memory() -> String {
+    configs().join("memory/hbm3-6400.toml").display().to_string()
+}
+
+/// `dae-sim mem --memory HBM3-6400 --trace FILE --format FORMAT` on a file `name` holding
+/// `bytes`, which must fail; returns stderr.
+fn mem_trace_fails(tag: &str, format: &str, name: &str, bytes: &[u8]) -> String {
+    let dir = temp_dir(tag);
+    std::fs::write(dir.join(name), bytes).unwrap();
+    fails(&dir, &["mem", "--memory", &memory(), "--trace", name, "--format", format])
+}
+
+#[test]
+fn dramsim3_line_that_does_not_parse_names_the_file_the_line_and_the_text() {
+    let err =
+        mem_trace_fails("dramsim3-line", "dramsim3", "bad.trace", b"0x40 READ 1\n# fine\n0x80 RAED 2\n");
+    assert_eq!(
+        err.trim_end(),
+        "error: bad.trace:3: unknown request kind \"RAED\": expected READ or WRITE (also read, write, \
+         P_MEM_RD, P_MEM_WR, BOFF) in \"0x80 RAED 2\""
+    );
+}
+
+#[test]
+fn ramulator_line_that_does_not_parse_names_the_file_the_line_and_the_address() {
+    let err = mem_trace_fails("ramulator-line", "ramulator", "bad.trace", b"LD 0x40\nLD 40x\n");
+    says(&err, &["error: bad.trace:2: invalid address \"40x\"", "in \"LD 40x\""]);
+}
+
+#[test]
+fn address_beyond_capacity_names_file_line_and_address() {
+    let text = b"LD 0x0\nLD 0xffffffffffffffc0\n";
+    let err = mem_trace_fails("mem-capacity", "ramulator", "far.trace", text);
+    says(
+        &err,
+        &["error: far.trace:2: address 0xffffffffffffffc0 (+64 B) is outside the memory's capacity of "],
+    );
+}
+
+#[test]
+fn binary_trace_with_a_bad_magic_names_the_file_and_the_bytes_found() {
+    let err = mem_trace_fails("binary-magic", "binary", "bad.bin", b"DAEINDEX\x01\x00\x00\x00");
+    says(
+        &err,
+        &["error: bad.bin: not a dae-sim binary trace: the file starts with", "expected \"DAETRACE\""],
+    );
+}
+
+#[test]
+fn binary_trace_with_a_broken_checksum_names_the_file_its_byte_and_both_sums() {
+    let mut bytes = std::fs::read(configs().join("../traces/example.bin")).unwrap();
+    bytes[24 + 8] ^= 1;
+    let err = mem_trace_fails("binary-checksum", "binary", "bad.bin", &bytes);
+    says(
+        &err,
+        &["error: bad.bin: byte 792: checksum mismatch: the file stores 0x", "its records hash to 0x"],
+    );
+}
+
+#[test]
+fn unknown_preset_and_bad_options() {
+    let here = Path::new(".");
+    let err = fails(here, &["mem", "--memory", "hbm3-64OO"]);
+    assert!(
+        err.starts_with("error: unknown memory preset \"hbm3-64OO\" (did you mean `hbm3-6400`?)"),
+        "{err}"
+    );
+    assert!(err.contains("hbm3-6400"), "{err}");
+    let err = fails(here, &["mem", "--memory", "/nonexistent/mem.toml"]);
+    assert!(err.starts_with("error: /nonexistent/mem.toml: cannot read: "), "{err}");
+    let memory = memory();
+    let err = fails(here, &["mem", "--memory", &memory, "--read-ratio", "1.5"]);
+    assert_eq!(err.trim_end(), "error: read ratio: 1.5 is not between 0 and 1");
+    let err = fails(here, &["mem", "--memory", &memory, "--in-flight", "0"]);
+    assert_eq!(err.trim_end(), "error: requests in flight: must be at least 1");
+    let err = fails(here, &["mem", "--memory", &memory, "--trace", "none.trace", "--format", "dramsim3"]);
+    assert!(err.starts_with("error: none.trace: cannot read: "), "{err}");
+    // clap's own usage errors keep its exit code 2 too.
+    let (code, _) = dae_sim_in(here, &["mem", "--memory", &memory, "--rate", "fast"]);
+    assert_eq!(code, Some(2));
+    let (code, _) = dae_sim_in(here, &["mem", "--memory", &memory, "--trace", "example.bin"]);
+    assert_eq!(code, Some(2), "--trace needs --format");
+}
+
+#[test]
+fn bad_memory_file_names_file_line_and_key() {
+    let dir = temp_dir("bad-memory");
+    let base = std::fs::read_to_string(memory()).unwrap();
+    let file = dir.join("mem.toml");
+    std::fs::write(&file, format!("{base}\nunknown_key = 1\n")).unwrap();
+    let err = fails(&dir, &["mem", "--memory", "mem.toml"]);
+    says(&err, &["error: mem.toml:", "unknown_key"]);
+}
+
+#[test]
+fn unknown_mapping_names_file_line_and_key() {
+    let dir = temp_dir("bad-mapping");
+    let (_, line) = broken_preset(&dir, "mapping", "mapping = \"RoBaCoCh\"");
+    let at = format!("error: broken.toml:{line}:1: controller.mapping: unknown address mapping \"RoBaCoCh\"");
+    says(&fails(&dir, &["mem", "--memory", "broken.toml"]), &[&at, "valid mappings: RoBaRaCoCh"]);
+}
+
+#[test]
+fn zero_sized_queue_names_file_line_and_key() {
+    let dir = temp_dir("zero-queue");
+    let (_, line) = broken_preset(&dir, "read_queue", "read_queue = 0");
+    let err = fails(&dir, &["mem", "--memory", "broken.toml"]);
+    let want = format!("error: broken.toml:{line}:1: controller.read_queue: must be above zero (value: 0)");
+    assert_eq!(err.trim_end(), want);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sweeps and `trace gen`'s options
+
+#[test]
+fn bad_sweeps_are_refused_before_any_point_runs() {
+    let dir = temp_dir("sweep-bad");
+    let cases = [
+        ("[[sweep.axis]]\nkey = \"system.dae.no_such_key\"\nvalues = [1]\n", "names no key"),
+        ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = []\n", "at least one value"),
+        ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [\"four\"]\n", "point 0"),
+        (
+            "mode = \"zip\"\n[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n\
+             [[sweep.axis]]\nkey = \"workload.emb-small.batch\"\nvalues = [8]\n",
+            "as many values",
+        ),
+        (
+            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1]\n\
+             [sweep.memory_curve]\nmemory = \"no-such-memory\"\n",
+            "sweep.memory_curve",
+        ),
+        (
+            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1]\n\
+             [sweep.memory_curve]\nmemory = \"hbm2\"\nrequests = []\n",
+            "at least one request size",
+        ),
+    ];
+    for (axes, want) in cases {
+        let cfg = small_experiment(&dir, &format!("\n[sweep]\n{axes}"));
+        let err = fails(&dir, &["sweep", "--config", cfg.to_str().unwrap(), "--out", "out"]);
+        says(&err, &[&format!("{}:", cfg.display()), want]);
+        assert!(!dir.join("out").exists(), "{axes}: nothing runs");
+    }
+    let axes = "\n[sweep]\n[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n";
+    let cfg = small_experiment(&dir, axes);
+    let err = fails(&dir, &["sweep", "--config", cfg.to_str().unwrap(), "--shard", "3/2"]);
+    assert!(err.contains("--shard 3/2"), "{err}");
+}
+
+#[test]
+fn bad_trace_gen_options_name_the_option_and_the_value() {
+    let dir = temp_dir("trace-bad-opts");
+    for (args, want) in [
+        (vec!["--reuse", "1.5"], "--reuse 1.5: must be between 0 and 1"),
+        (vec!["--distribution", "zipf", "--alpha=-1"], "--alpha -1: must be a positive number"),
+        (vec!["--format", "npy", "--batches", "2"], "holds one batch"),
+        (vec!["--tables", "0"], "--tables, --rows, --batch and --batches must be at least 1"),
+    ] {
+        let mut all = vec!["trace", "gen", "--out", "x.daeidx"];
+        all.extend(args);
+        says(&fails(&dir, &all), &[want]);
+    }
+}
