@@ -184,7 +184,8 @@ pub enum InfoKind {
     Cora,
     /// A Matrix Market coordinate file (`.mtx`).
     Mtx,
-    /// Knowledge-graph triples (`head relation tail` integer lines).
+    /// Knowledge-graph triples (`head relation tail` integer lines, or names with
+    /// --entity-dict and --relation-dict).
     Kg,
 }
 
@@ -225,6 +226,13 @@ pub struct InfoArgs {
     /// Row type, for the working set [default: f32].
     #[arg(long, value_enum)]
     pub dtype: Option<RowDtype>,
+    /// Knowledge-graph triples written with names: the entity dictionary (`<id>\t<name>`
+    /// lines, dense ids).
+    #[arg(long, value_name = "FILE", requires = "relation_dict")]
+    pub entity_dict: Option<PathBuf>,
+    /// The relation dictionary that goes with --entity-dict.
+    #[arg(long, value_name = "FILE", requires = "entity_dict")]
+    pub relation_dict: Option<PathBuf>,
     /// JSON instead of the text table.
     #[arg(long)]
     pub json: bool,
@@ -584,6 +592,7 @@ fn row_bytes(a: &InfoArgs) -> (u64, String) {
 fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
     let kind = match (a.kind, &a.file, &a.offsets) {
         (Some(k), _, _) => k,
+        (None, Some(_), None) if a.entity_dict.is_some() => InfoKind::Kg,
         (None, _, Some(_)) => InfoKind::Npy,
         (None, Some(f), None) => match f.extension().and_then(|e| e.to_str()) {
             Some("daeidx") => InfoKind::Daeidx,
@@ -625,7 +634,7 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
             v
         }
         InfoKind::Snap | InfoKind::Cora | InfoKind::Mtx => graph_json(&file()?, kind)?,
-        InfoKind::Kg => kg_json(&file()?)?,
+        InfoKind::Kg => kg_json(&file()?, a)?,
     };
     if a.json {
         return Ok(format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default()));
@@ -705,11 +714,26 @@ fn graph_json(path: &Path, kind: InfoKind) -> Result<Value, TraceCmdError> {
     }))
 }
 
-fn kg_json(path: &Path) -> Result<Value, TraceCmdError> {
+fn kg_json(path: &Path, a: &InfoArgs) -> Result<Value, TraceCmdError> {
     let text = read_text(path)?;
-    let triples = compiler::parse_triples(&text, 1 << 32, 1 << 32).map_err(|(line, message)| {
-        TraceCmdError::Parse { file: path.display().to_string(), line, message }
-    })?;
+    let parse_error = |p: &Path| {
+        let file = p.display().to_string();
+        move |(line, message)| TraceCmdError::Parse { file, line, message }
+    };
+    let mut dicts = None;
+    let triples = match (&a.entity_dict, &a.relation_dict) {
+        (Some(e), Some(r)) => {
+            let dict = |p: &PathBuf| {
+                compiler::kg_dict::Dictionary::parse(&read_text(p)?, &p.display().to_string())
+                    .map_err(parse_error(p))
+            };
+            let (ents, rels) = (dict(e)?, dict(r)?);
+            let t = compiler::kg_dict::parse_named_triples(&text, &ents, &rels).map_err(parse_error(path))?;
+            dicts = Some((ents.len(), rels.len()));
+            t
+        }
+        _ => compiler::parse_triples(&text, 1 << 32, 1 << 32).map_err(parse_error(path))?,
+    };
     let mut ents = std::collections::HashSet::new();
     let mut rels = std::collections::HashSet::new();
     let (mut max_e, mut max_r) = (0u32, 0u32);
@@ -720,13 +744,19 @@ fn kg_json(path: &Path) -> Result<Value, TraceCmdError> {
         max_e = max_e.max(h).max(t);
         max_r = max_r.max(r);
     }
-    Ok(json!({
+    let mut v = json!({
         "kind": "knowledge-graph triples",
         "file": path.display().to_string(),
         "triples": triples.len(),
         "entities_seen": ents.len(), "entity_ids": if triples.is_empty() { 0 } else { u64::from(max_e) + 1 },
         "relations_seen": rels.len(), "relation_ids": if triples.is_empty() { 0 } else { u64::from(max_r) + 1 },
-    }))
+    });
+    if let Some((e, r)) = dicts {
+        v["kind"] = json!("knowledge-graph triples (names, through dictionaries)");
+        v["entity_dict_entries"] = json!(e);
+        v["relation_dict_entries"] = json!(r);
+    }
+    Ok(v)
 }
 
 /// The text form of `info`'s figures.

@@ -1,11 +1,26 @@
 //! The workloads of real shapes and data: MLPerf DLRM-v2's tables (per-table rows and bag
-//! sizes), the Cora citation graph and FB15k-237's triples read from `traces/`; their simulated
-//! outputs equal the reference, and bad data files are errors naming the file, line and key.
+//! sizes), the Cora citation graph and FB15k-237's triples read from `traces/` (and
+//! FB15k-237's named triples from `../shared/datasets`, when it is there); their
+//! simulated outputs equal the reference, and bad data files are errors naming the file, line
+//! and key.
 
 mod common;
 
 use common::{configs, dae_sim, small_experiment, temp_dir};
+use compiler::kg_dict::{Dictionary, parse_named_triples};
 use dae_sim::experiment::{Experiment, Overrides};
+use std::path::{Path, PathBuf};
+
+/// `sub` in the shared datasets folder beside the repository (`../shared/datasets`), or `None`,
+/// with a note on stderr, where it is absent (a checkout without it skips these checks).
+fn shared(sub: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets").join(sub);
+    if p.exists() {
+        return Some(p);
+    }
+    eprintln!("skipped: {} is absent", p.display());
+    None
+}
 
 /// The rows of `stdout`'s main table naming `workload`.
 fn rows_of<'a>(stdout: &'a str, workload: &str) -> Vec<&'a str> {
@@ -180,5 +195,137 @@ fn bad_graph_and_triples_files_name_the_file_the_line_and_the_key() {
     for wl in [&graph, &kg] {
         let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// FB15k-237's test split as shipped (names, CRLF) read through its dictionaries gives exactly
+/// the 20,466 triples of the committed id file, in the same order, in the library, in
+/// `trace info` and in a workload (`kg-fb15k237-names.toml`), which runs verified.
+#[test]
+fn fb15k237_names_through_the_dictionaries_equal_the_id_file() {
+    let Some(d) = shared("fb15k-237") else { return };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let ents = Dictionary::parse(&read(&d.join("entities.dict")), "entities.dict").unwrap();
+    let rels = Dictionary::parse(&read(&d.join("relations.dict")), "relations.dict").unwrap();
+    assert_eq!((ents.len(), rels.len()), (14_541, 237));
+    let test = read(&d.join("test.txt"));
+    assert_eq!(test.matches("\r\n").count(), 20_466, "CRLF line ends");
+    let named = parse_named_triples(&test, &ents, &rels).unwrap();
+    let ids_file = configs().join("../traces/fb15k-237/test.ids.tsv");
+    let ids = compiler::parse_triples(&read(&ids_file), 14_541, 237).unwrap();
+    assert_eq!(named.len(), 20_466);
+    assert!(named == ids, "the named triples differ from test.ids.tsv");
+    let path = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let (t, e, r) = (path("test.txt"), path("entities.dict"), path("relations.dict"));
+    let o = dae_sim(&["trace", "info", &t, "--entity-dict", &e, "--relation-dict", &r, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["triples"].as_u64(), v["entities_seen"].as_u64(), v["relations_seen"].as_u64()),
+        (Some(20_466), Some(10_348), Some(224))
+    );
+    assert_eq!(
+        (v["entity_dict_entries"].as_u64(), v["relation_dict_entries"].as_u64()),
+        (Some(14_541), Some(237))
+    );
+    // The workload reads the same triples as kg-fb15k237.toml and runs verified.
+    let dir = temp_dir("fb15k-names");
+    let wl = |name: &str| configs().join("workloads").join(name);
+    let extra = format!(
+        "\n[[workload]]\ninclude = \"{}\"\nbatch = 12\n\n[[workload]]\ninclude = \"{}\"\nbatch = 12\n",
+        wl("kg-fb15k237.toml").display(),
+        wl("kg-fb15k237-names.toml").display()
+    );
+    let cfg = small_experiment(&dir, &extra);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let inst = |name: &str| exp.instance(exp.file.workload.iter().find(|w| w.name == name).unwrap());
+    let (a, b) = (inst("kg-fb15k237"), inst("kg-fb15k237-names"));
+    let (ka, kb) = (a.kg.as_ref().unwrap(), b.kg.as_ref().unwrap());
+    assert_eq!((&ka.heads, &ka.relations), (&kb.heads, &kb.relations));
+    let tails = |i: &compiler::EmbeddingBagInstance| -> Vec<u32> {
+        i.offsets[..i.offsets.len() - 1].iter().map(|&o| i.indices[o as usize]).collect()
+    };
+    assert_eq!(tails(&a), tails(&b));
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows_of(&stdout, "kg-fb15k237-names");
+    assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
+}
+
+/// Bad dictionaries and named triples: a name missing from a dictionary, a duplicate or
+/// out-of-range id, a dictionary larger than the workload's table, dictionaries without the
+/// other or without triples; each an error naming the config file, the key, the data file and
+/// its line; never a panic.
+#[test]
+fn bad_dictionaries_name_the_key_the_file_and_the_line() {
+    let dir = temp_dir("bad-dicts");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let kg = dir.join("kg.toml");
+    let base = "name = \"kg\"\nop = \"kg_score\"\nmodel = \"transe\"\nrows = 4\nrelations = 2\nnegatives = 2\n\
+                dim = 8\ndtype = \"f32\"\nbatch = 2\n";
+    let files = "triples = \"data/t.txt\"\nentity_dict = \"data/e.dict\"\nrelation_dict = \"data/r.dict\"\n";
+    let data = |name: &str, text: &str| std::fs::write(dir.join("data").join(name), text).unwrap();
+    let run = |toml: &str| {
+        std::fs::write(&kg, toml).unwrap();
+        let o = dae_sim(&["compile", "--workload", kg.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(!err.contains("panicked") && err.contains(&kg.display().to_string()), "{err}");
+        err
+    };
+    data("e.dict", "0\t/m/a\n1\t/m/b\n2\t/m/c\n");
+    data("r.dict", "0\t/r/x\r\n1\t/r/y\r\n");
+    data("t.txt", "/m/a\t/r/x\t/m/b\r\n/m/c\t/r/y\t/m/a\r\n");
+    let toml = format!("{base}{files}");
+    std::fs::write(&kg, &toml).unwrap();
+    let o = dae_sim(&["compile", "--workload", kg.to_str().unwrap()]);
+    assert!(o.status.success(), "good files compile: {}", String::from_utf8_lossy(&o.stderr));
+    for (file, text, key, want) in [
+        ("t.txt", "/m/a\t/r/x\t/m/b\n/m/d\t/r/x\t/m/a\n", "triples", "t.txt:2: head \"/m/d\" is not in "),
+        ("t.txt", "/m/a\t/r/z\t/m/b\n", "triples", "t.txt:1: relation \"/r/z\" is not in "),
+        ("t.txt", "/m/a /r/x /m/b\n", "triples", "t.txt:1: expected `head<TAB>relation<TAB>tail`"),
+        ("e.dict", "0\t/m/a\n1\t/m/b\n0\t/m/c\n", "entity_dict", "e.dict:3: id 0 is also on line 1"),
+        ("e.dict", "0\t/m/a\n1\t/m/b\n5\t/m/c\n", "entity_dict", "e.dict:3: id 5 is not below the 3 entries"),
+        ("e.dict", "0\t/m/a\n1\t/m/b\n2\t/m/a\n", "entity_dict", "e.dict:3: name \"/m/a\" is also on line 1"),
+        (
+            "e.dict",
+            "0\t/m/a\n1\t/m/b\n2\t/m/c\n3\t/m/d\n4\t/m/e\n",
+            "entity_dict",
+            "e.dict: 5 entities, more than the workload's rows = 4",
+        ),
+        (
+            "r.dict",
+            "0\t/r/x\n1\n",
+            "relation_dict",
+            "r.dict:2: expected `id<TAB>name` (2 tab-separated fields), found 1",
+        ),
+    ] {
+        let keep = std::fs::read_to_string(dir.join("data").join(file)).unwrap();
+        data(file, text);
+        let err = run(&toml);
+        assert!(err.contains(key) && err.contains(want), "{want}: {err}");
+        data(file, &keep);
+    }
+    for (toml, want) in [
+        (
+            format!("{base}triples = \"data/t.txt\"\nrelation_dict = \"data/r.dict\"\n"),
+            "entity_dict: required with relation_dict",
+        ),
+        (
+            format!("{base}triples = \"data/t.txt\"\nentity_dict = \"data/e.dict\"\n"),
+            "relation_dict: required with entity_dict",
+        ),
+        (
+            format!(
+                "{base}entity_dict = \"data/e.dict\"\nrelation_dict = \"data/r.dict\"\n[indices]\ndistribution = \"uniform\"\n"
+            ),
+            "entity_dict: dictionaries are for a triples file of names",
+        ),
+        (format!("{base}{files}").replace("data/e.dict", "data/none.dict"), "data/none.dict: cannot read"),
+    ] {
+        let err = run(&toml);
+        assert!(err.contains(want), "{want}: {err}");
     }
 }

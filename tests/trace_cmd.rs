@@ -264,3 +264,34 @@ fn bad_options_and_files_are_errors() {
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(err.contains("x.daeidx: truncated at byte 8"), "{err}");
 }
+
+/// `trace info` on triples written with names reads them through `--entity-dict` and
+/// `--relation-dict` (CRLF or LF), and a name a dictionary lacks is an error naming the file
+/// and the line.
+#[test]
+fn kg_info_reads_names_through_the_dictionaries() {
+    let dir = temp_dir("trace-kg-names");
+    let (t, e, r) = (dir.join("t.txt"), dir.join("e.dict"), dir.join("r.dict"));
+    std::fs::write(&e, "0\t/m/a\n2\t/m/c\n1\t/m/b\n").unwrap();
+    std::fs::write(&r, "0\t/r/x\n").unwrap();
+    std::fs::write(&t, "/m/c\t/r/x\t/m/a\r\n/m/c\t/r/x\t/m/c\r\n").unwrap();
+    let args = [
+        "info",
+        t.to_str().unwrap(),
+        "--entity-dict",
+        e.to_str().unwrap(),
+        "--relation-dict",
+        r.to_str().unwrap(),
+    ];
+    let v: serde_json::Value = serde_json::from_str(&trace(&[&args[..], &["--json"]].concat())).unwrap();
+    assert_eq!(
+        (v["triples"].as_u64(), v["entities_seen"].as_u64(), v["entity_ids"].as_u64()),
+        (Some(2), Some(2), Some(3))
+    );
+    assert_eq!((v["entity_dict_entries"].as_u64(), v["relation_dict_entries"].as_u64()), (Some(3), Some(1)));
+    std::fs::write(&t, "/m/c\t/r/x\t/m/a\r\n/m/z\t/r/x\t/m/c\r\n").unwrap();
+    let o = dae_sim(&[&["trace"], &args[..]].concat());
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("t.txt:2: head \"/m/z\" is not in {}", e.display())), "{err}");
+}

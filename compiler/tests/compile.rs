@@ -28,6 +28,8 @@ fn spec() -> WorkloadSpec {
         dense: Vec::new(),
         trace: None,
         triples: None,
+        entity_dict: None,
+        relation_dict: None,
         table_indices: Vec::new(),
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
