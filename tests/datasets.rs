@@ -1,6 +1,6 @@
 //! The workloads of real shapes and data: MLPerf DLRM-v2's tables (per-table rows and bag
-//! sizes), the Cora citation graph and FB15k-237's triples read from `traces/` (and
-//! FB15k-237's named triples from `../shared/datasets`, when it is there); their
+//! sizes), the Cora citation graph, FB15k-237's triples and Criteo's click logs read from
+//! `traces/` (and FB15k-237's named triples from `../shared/datasets`, when it is there); their
 //! simulated outputs equal the reference, and bad data files are errors naming the file, line
 //! and key.
 
@@ -328,4 +328,25 @@ fn bad_dictionaries_name_the_key_the_file_and_the_line() {
         let err = run(&toml);
         assert!(err.contains(want), "{want}: {err}");
     }
+}
+
+/// The real DLRM trace (Criteo's first 100 records, 26 hashed tables) runs verified in the
+/// shipped experiment's systems, read through the workload's relative path.
+#[test]
+fn criteo_dlrm_runs_verified() {
+    let dir = temp_dir("criteo");
+    let extra =
+        format!("\n[[workload]]\ninclude = \"{}\"\n", configs().join("workloads/criteo-dlrm.toml").display());
+    let cfg = small_experiment(&dir, &extra);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let spec = exp.file.workload.iter().find(|w| w.name == "criteo-dlrm").unwrap();
+    let inst = exp.instance(spec);
+    assert_eq!((inst.offsets.len(), inst.indices.len(), spec.bag_size), (26 * 100 + 1, 2600, 1));
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows_of(&stdout, "criteo-dlrm");
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
 }

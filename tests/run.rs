@@ -200,6 +200,7 @@ fn every_shipped_experiment_config_loads() {
             "asymmetric-mapping",
             "bench-system",
             "compiled-vs-hand",
+            "criteo",
             "dae-vs-cpu",
             "ember-ladder",
             "h100-vs-dae",
