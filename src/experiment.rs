@@ -576,7 +576,9 @@ pub fn read_graph(doc: &Document, key: &str, spec: &mut WorkloadSpec) -> Result<
 
 /// Reads the triples file of knowledge-graph workload `spec` (at config key `key`), if it names
 /// one, relative to the file that names it: the instance of its first `batch` triples, with
-/// negatives drawn from `seeds`. Errors name the key, the file and the line.
+/// negatives drawn from `seeds`. With `entity_dict` and `relation_dict` the file holds names,
+/// read through those dictionaries (which must fit the workload's `rows` and `relations`).
+/// Errors name the key, the file and the line.
 pub fn read_triples(
     doc: &Document,
     key: &str,
@@ -587,8 +589,32 @@ pub fn read_triples(
     let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
     let at = format!("{prefix}triples");
     let (path, text) = read_text(doc, &at, file)?;
-    let triples = compiler::parse_triples(&text, spec.rows, spec.relations)
-        .map_err(|e| file_error(doc, &at, &path, e))?;
+    let triples = match (&spec.entity_dict, &spec.relation_dict) {
+        (Some(e), Some(r)) => {
+            let dict = |field: &str, file: &str, what: &str, limit: u64, limit_key: &str| {
+                let at = format!("{prefix}{field}");
+                let (path, text) = read_text(doc, &at, file)?;
+                let d = compiler::kg_dict::Dictionary::parse(&text, &path.display().to_string())
+                    .map_err(|e| file_error(doc, &at, &path, e))?;
+                if d.len() as u64 > limit {
+                    return Err(doc.error_at(
+                        &at,
+                        format!(
+                            "{}: {} {what}, more than the workload's {limit_key} = {limit}",
+                            path.display(),
+                            d.len()
+                        ),
+                    ));
+                }
+                Ok(d)
+            };
+            let ents = dict("entity_dict", e, "entities", spec.rows, "rows")?;
+            let rels = dict("relation_dict", r, "relations", spec.relations, "relations")?;
+            compiler::kg_dict::parse_named_triples(&text, &ents, &rels)
+        }
+        _ => compiler::parse_triples(&text, spec.rows, spec.relations),
+    }
+    .map_err(|e| file_error(doc, &at, &path, e))?;
     EmbeddingBagInstance::from_triples(spec, &triples, seeds).map(Some).map_err(|e| {
         doc.error_at(&format!("{prefix}{}", e.field), format!("{}: {}", path.display(), e.message))
     })

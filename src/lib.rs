@@ -3,12 +3,13 @@
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
 //! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
 //! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]), where the time went
-//! ([`breakdown`]), `.npy` index traces ([`npy_read`]) and the `trace gen` / `trace info` commands
-//! ([`trace_cmd`]). The hardware
+//! ([`breakdown`]), `.npy` index traces ([`npy_read`]), Criteo click logs ([`criteo`]) and the
+//! `trace gen` / `trace info` / `trace criteo` commands ([`trace_cmd`]). The hardware
 //! models live in the workspace crates below it.
 
 pub mod breakdown;
 pub mod config;
+pub mod criteo;
 pub mod dense;
 pub mod dump;
 pub mod experiment;

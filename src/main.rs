@@ -71,7 +71,8 @@ enum Command {
         #[arg(long, value_name = "X", default_value_t = 1.0)]
         scale: f64,
     },
-    /// Generate synthetic traces and print a trace's figures (traces/README.md).
+    /// Generate synthetic traces, convert Criteo click logs and print a trace's figures
+    /// (traces/README.md).
     Trace {
         #[command(subcommand)]
         command: dae_sim::trace_cmd::TraceCommand,

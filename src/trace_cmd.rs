@@ -1,6 +1,7 @@
-//! `dae-sim trace gen` and `dae-sim trace info`: seeded synthetic traces (embedding lookups as
-//! `.daeidx` or `.npy`, R-MAT graphs as SNAP edge lists, knowledge-graph triples) and the
-//! figures of a trace (counts, bag sizes, unique rows, reuse histogram, working set).
+//! `dae-sim trace gen`, `dae-sim trace info` and `dae-sim trace criteo`: seeded synthetic traces
+//! (embedding lookups as `.daeidx` or `.npy`, R-MAT graphs as SNAP edge lists, knowledge-graph
+//! triples), the figures of a trace (counts, bag sizes, unique rows, reuse histogram, working
+//! set), and Criteo click logs converted to a `.daeidx` trace of 26 tables ([`crate::criteo`]).
 //!
 //! `info` streams a `.daeidx` trace section by section; what it keeps is a count per distinct
 //! row (per table), which the unique-row and reuse figures need.
@@ -29,7 +30,7 @@ pub enum TraceCmdError {
     /// A `.npy` file could not be read.
     #[error(transparent)]
     NpyRead(#[from] crate::npy_read::NpyReadError),
-    /// A text file could not be read or written.
+    /// A text file (a Criteo file among them) could not be read or written.
     #[error("{file}: {error}")]
     Io {
         /// The file.
@@ -69,6 +70,43 @@ pub enum TraceCommand {
     Gen(GenArgs),
     /// Print a trace's figures: counts, bag sizes, unique rows, reuse histogram, working set.
     Info(InfoArgs),
+    /// Convert Criteo click logs (TSV: label, I1..I13, C1..C26) to a .daeidx trace of 26
+    /// tables, one lookup per record and table, row = categorical value mod --rows.
+    Criteo(CriteoArgs),
+}
+
+/// What a missing categorical value becomes (`trace criteo --missing`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingArg {
+    /// The value 0, so row 0, as DLRM's preprocessing reads an empty field: every bag holds
+    /// one lookup.
+    Zero,
+    /// No lookup: the bag is empty.
+    Drop,
+}
+
+/// `trace criteo`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct CriteoArgs {
+    /// The Criteo TSV file (`<label>\t<I1>..<I13>\t<C1>..<C26>` lines; trailing empty fields
+    /// may be trimmed).
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+    /// Output .daeidx file.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Rows of every table, the hash size: categorical value v goes to row v mod N.
+    #[arg(long, value_name = "N")]
+    pub rows: u64,
+    /// Records per batch (bags per table); a last partial batch is dropped.
+    #[arg(long, default_value_t = 128)]
+    pub batch: u64,
+    /// Convert only the first N records.
+    #[arg(long, value_name = "N")]
+    pub records: Option<u64>,
+    /// What a missing categorical value becomes.
+    #[arg(long, value_enum, default_value_t = MissingArg::Zero)]
+    pub missing: MissingArg,
 }
 
 /// What `trace gen` makes.
@@ -189,7 +227,8 @@ pub enum InfoKind {
     Cora,
     /// A Matrix Market coordinate file (`.mtx`).
     Mtx,
-    /// Knowledge-graph triples (`head relation tail` integer lines).
+    /// Knowledge-graph triples (`head relation tail` integer lines, or names with
+    /// --entity-dict and --relation-dict).
     Kg,
 }
 
@@ -230,6 +269,13 @@ pub struct InfoArgs {
     /// Row type, for the working set [default: f32].
     #[arg(long, value_enum)]
     pub dtype: Option<RowDtype>,
+    /// Knowledge-graph triples written with names: the entity dictionary (`<id>\t<name>`
+    /// lines, dense ids).
+    #[arg(long, value_name = "FILE", requires = "relation_dict")]
+    pub entity_dict: Option<PathBuf>,
+    /// The relation dictionary that goes with --entity-dict.
+    #[arg(long, value_name = "FILE", requires = "entity_dict")]
+    pub relation_dict: Option<PathBuf>,
     /// JSON instead of the text table.
     #[arg(long)]
     pub json: bool,
@@ -243,6 +289,7 @@ pub fn run(cmd: &TraceCommand, out: &mut dyn Write) -> Result<(), TraceCmdError>
             format!("wrote {}\n", names.join(", "))
         })?,
         TraceCommand::Info(a) => info(a)?,
+        TraceCommand::Criteo(a) => criteo_cmd(a)?.to_string(),
     };
     out.write_all(written.as_bytes()).map_err(|error| TraceCmdError::Io { file: "stdout".into(), error })
 }
@@ -420,6 +467,120 @@ fn gen_kg(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// trace criteo
+
+/// What `trace criteo` wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CriteoSummary {
+    /// The trace.
+    pub out: PathBuf,
+    /// Records converted (`batches x batch`).
+    pub records: u64,
+    /// Full batches written.
+    pub batches: u32,
+    /// Records per batch.
+    pub batch: u64,
+    /// Rows per table.
+    pub rows: u64,
+    /// Records after the last full batch, not written.
+    pub dropped: u64,
+    /// Missing categorical values among the records written.
+    pub missing: u64,
+    /// What a missing value became.
+    pub missing_as: MissingArg,
+}
+
+impl std::fmt::Display for CriteoSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let missing = match self.missing_as {
+            MissingArg::Zero => "read as the value 0 (row 0)",
+            MissingArg::Drop => "dropped (empty bags)",
+        };
+        writeln!(
+            f,
+            "wrote {}: {} records as {} batches of {} bags x 26 tables, row = value mod {}; \
+             {} trailing records (a partial batch) dropped; {} missing values {missing}",
+            self.out.display(),
+            self.records,
+            self.batches,
+            self.batch,
+            self.rows,
+            self.dropped,
+            self.missing
+        )
+    }
+}
+
+/// Converts Criteo click logs to a `.daeidx` trace: 26 tables (C1..C26), a bag per record and
+/// table holding the row `value mod --rows` (or, for a missing value, row 0 or nothing), batches
+/// of `--batch` records; a last partial batch is dropped. The input is read twice, a record at
+/// a time: once to check it and count the records (the header needs the batch count), once to
+/// write; one batch's row ids are held.
+pub fn criteo_cmd(a: &CriteoArgs) -> Result<CriteoSummary, TraceCmdError> {
+    use crate::criteo::{CATEGORICAL_FEATURES, CriteoReader, Missing};
+    if a.rows == 0 || a.batch == 0 {
+        return Err(usage("--rows and --batch must be at least 1"));
+    }
+    let limit = a.records.unwrap_or(u64::MAX);
+    let mut r = CriteoReader::open(&a.input)?;
+    let mut records = 0u64;
+    while records < limit && r.next_record()?.is_some() {
+        records += 1;
+    }
+    let (batches, dropped) = (records / a.batch, records % a.batch);
+    if batches == 0 {
+        return Err(usage(format!(
+            "{}: {records} records make no full batch of --batch {}",
+            a.input.display(),
+            a.batch
+        )));
+    }
+    let batches = u32::try_from(batches)
+        .map_err(|_| usage(format!("{batches} batches: more than a .daeidx file holds (2^32 - 1)")))?;
+    let dtype = if a.rows <= IndexDtype::U32.max_rows() { IndexDtype::U32 } else { IndexDtype::U64 };
+    let header = Header::new(dtype, CATEGORICAL_FEATURES as u32, batches, a.batch, a.rows);
+    let mut w = TraceWriter::create(&a.out, header)?;
+    let missing_as = match a.missing {
+        MissingArg::Zero => Missing::Zero,
+        MissingArg::Drop => Missing::Drop,
+    };
+    let mut r = CriteoReader::open(&a.input)?;
+    let mut offsets = vec![vec![0u64]; CATEGORICAL_FEATURES];
+    let mut ids = vec![Vec::new(); CATEGORICAL_FEATURES];
+    let mut missing = 0u64;
+    for _ in 0..batches {
+        for t in 0..CATEGORICAL_FEATURES {
+            offsets[t].truncate(1);
+            ids[t].clear();
+        }
+        for _ in 0..a.batch {
+            let Some(rec) = r.next_record()? else {
+                return Err(usage(format!("{}: shorter on the second reading", a.input.display())));
+            };
+            for (t, v) in rec.into_iter().enumerate() {
+                missing += u64::from(v.is_none());
+                ids[t].extend(crate::criteo::row(v, a.rows, missing_as));
+                offsets[t].push(ids[t].len() as u64);
+            }
+        }
+        for t in 0..CATEGORICAL_FEATURES {
+            w.write_section(&offsets[t], &ids[t])?;
+        }
+    }
+    w.finish()?;
+    Ok(CriteoSummary {
+        out: a.out.clone(),
+        records: u64::from(batches) * a.batch,
+        batches,
+        batch: a.batch,
+        rows: a.rows,
+        dropped,
+        missing,
+        missing_as: a.missing,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
 // trace info
 
 /// Figures of one table (or of all of them).
@@ -589,6 +750,7 @@ fn row_bytes(a: &InfoArgs) -> (u64, String) {
 fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
     let kind = match (a.kind, &a.file, &a.offsets) {
         (Some(k), _, _) => k,
+        (None, Some(_), None) if a.entity_dict.is_some() => InfoKind::Kg,
         (None, _, Some(_)) => InfoKind::Npy,
         (None, Some(f), None) => match f.extension().and_then(|e| e.to_str()) {
             Some("daeidx") => InfoKind::Daeidx,
@@ -630,7 +792,7 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
             v
         }
         InfoKind::Snap | InfoKind::Cora | InfoKind::Mtx => graph_json(&file()?, kind)?,
-        InfoKind::Kg => kg_json(&file()?)?,
+        InfoKind::Kg => kg_json(&file()?, a)?,
     };
     if a.json {
         return Ok(format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default()));
@@ -710,11 +872,26 @@ fn graph_json(path: &Path, kind: InfoKind) -> Result<Value, TraceCmdError> {
     }))
 }
 
-fn kg_json(path: &Path) -> Result<Value, TraceCmdError> {
+fn kg_json(path: &Path, a: &InfoArgs) -> Result<Value, TraceCmdError> {
     let text = read_text(path)?;
-    let triples = compiler::parse_triples(&text, 1 << 32, 1 << 32).map_err(|(line, message)| {
-        TraceCmdError::Parse { file: path.display().to_string(), line, message }
-    })?;
+    let parse_error = |p: &Path| {
+        let file = p.display().to_string();
+        move |(line, message)| TraceCmdError::Parse { file, line, message }
+    };
+    let mut dicts = None;
+    let triples = match (&a.entity_dict, &a.relation_dict) {
+        (Some(e), Some(r)) => {
+            let dict = |p: &PathBuf| {
+                compiler::kg_dict::Dictionary::parse(&read_text(p)?, &p.display().to_string())
+                    .map_err(parse_error(p))
+            };
+            let (ents, rels) = (dict(e)?, dict(r)?);
+            let t = compiler::kg_dict::parse_named_triples(&text, &ents, &rels).map_err(parse_error(path))?;
+            dicts = Some((ents.len(), rels.len()));
+            t
+        }
+        _ => compiler::parse_triples(&text, 1 << 32, 1 << 32).map_err(parse_error(path))?,
+    };
     let mut ents = std::collections::HashSet::new();
     let mut rels = std::collections::HashSet::new();
     let (mut max_e, mut max_r) = (0u32, 0u32);
@@ -725,13 +902,19 @@ fn kg_json(path: &Path) -> Result<Value, TraceCmdError> {
         max_e = max_e.max(h).max(t);
         max_r = max_r.max(r);
     }
-    Ok(json!({
+    let mut v = json!({
         "kind": "knowledge-graph triples",
         "file": path.display().to_string(),
         "triples": triples.len(),
         "entities_seen": ents.len(), "entity_ids": if triples.is_empty() { 0 } else { u64::from(max_e) + 1 },
         "relations_seen": rels.len(), "relation_ids": if triples.is_empty() { 0 } else { u64::from(max_r) + 1 },
-    }))
+    });
+    if let Some((e, r)) = dicts {
+        v["kind"] = json!("knowledge-graph triples (names, through dictionaries)");
+        v["entity_dict_entries"] = json!(e);
+        v["relation_dict_entries"] = json!(r);
+    }
+    Ok(v)
 }
 
 /// The text form of `info`'s figures.

@@ -793,3 +793,79 @@ fn bad_trace_gen_options_name_the_option_and_the_value() {
         says(&fails(&dir, &all), &[want]);
     }
 }
+
+/// Bad dictionaries and named triples: a name missing from a dictionary, a duplicate or
+/// out-of-range id, a dictionary larger than the workload's table, dictionaries without the
+/// other or without triples; each an error naming the config file, the key, the data file and
+/// its line; never a panic.
+#[test]
+fn bad_dictionaries_name_the_key_the_file_and_the_line() {
+    let dir = temp_dir("bad-dicts");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let kg = dir.join("kg.toml");
+    let base = "name = \"kg\"\nop = \"kg_score\"\nmodel = \"transe\"\nrows = 4\nrelations = 2\nnegatives = 2\n\
+                dim = 8\ndtype = \"f32\"\nbatch = 2\n";
+    let files = "triples = \"data/t.txt\"\nentity_dict = \"data/e.dict\"\nrelation_dict = \"data/r.dict\"\n";
+    let data = |name: &str, text: &str| std::fs::write(dir.join("data").join(name), text).unwrap();
+    let run = |toml: &str| {
+        std::fs::write(&kg, toml).unwrap();
+        let o = common::dae_sim(&["compile", "--workload", kg.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(!err.contains("panicked") && err.contains(&kg.display().to_string()), "{err}");
+        err
+    };
+    data("e.dict", "0\t/m/a\n1\t/m/b\n2\t/m/c\n");
+    data("r.dict", "0\t/r/x\r\n1\t/r/y\r\n");
+    data("t.txt", "/m/a\t/r/x\t/m/b\r\n/m/c\t/r/y\t/m/a\r\n");
+    let toml = format!("{base}{files}");
+    std::fs::write(&kg, &toml).unwrap();
+    let o = common::dae_sim(&["compile", "--workload", kg.to_str().unwrap()]);
+    assert!(o.status.success(), "good files compile: {}", String::from_utf8_lossy(&o.stderr));
+    for (file, text, key, want) in [
+        ("t.txt", "/m/a\t/r/x\t/m/b\n/m/d\t/r/x\t/m/a\n", "triples", "t.txt:2: head \"/m/d\" is not in "),
+        ("t.txt", "/m/a\t/r/z\t/m/b\n", "triples", "t.txt:1: relation \"/r/z\" is not in "),
+        ("t.txt", "/m/a /r/x /m/b\n", "triples", "t.txt:1: expected `head<TAB>relation<TAB>tail`"),
+        ("e.dict", "0\t/m/a\n1\t/m/b\n0\t/m/c\n", "entity_dict", "e.dict:3: id 0 is also on line 1"),
+        ("e.dict", "0\t/m/a\n1\t/m/b\n5\t/m/c\n", "entity_dict", "e.dict:3: id 5 is not below the 3 entries"),
+        ("e.dict", "0\t/m/a\n1\t/m/b\n2\t/m/a\n", "entity_dict", "e.dict:3: name \"/m/a\" is also on line 1"),
+        (
+            "e.dict",
+            "0\t/m/a\n1\t/m/b\n2\t/m/c\n3\t/m/d\n4\t/m/e\n",
+            "entity_dict",
+            "e.dict: 5 entities, more than the workload's rows = 4",
+        ),
+        (
+            "r.dict",
+            "0\t/r/x\n1\n",
+            "relation_dict",
+            "r.dict:2: expected `id<TAB>name` (2 tab-separated fields), found 1",
+        ),
+    ] {
+        let keep = std::fs::read_to_string(dir.join("data").join(file)).unwrap();
+        data(file, text);
+        let err = run(&toml);
+        assert!(err.contains(key) && err.contains(want), "{want}: {err}");
+        data(file, &keep);
+    }
+    for (toml, want) in [
+        (
+            format!("{base}triples = \"data/t.txt\"\nrelation_dict = \"data/r.dict\"\n"),
+            "entity_dict: required with relation_dict",
+        ),
+        (
+            format!("{base}triples = \"data/t.txt\"\nentity_dict = \"data/e.dict\"\n"),
+            "relation_dict: required with entity_dict",
+        ),
+        (
+            format!(
+                "{base}entity_dict = \"data/e.dict\"\nrelation_dict = \"data/r.dict\"\n[indices]\ndistribution = \"uniform\"\n"
+            ),
+            "entity_dict: dictionaries are for a triples file of names",
+        ),
+        (format!("{base}{files}").replace("data/e.dict", "data/none.dict"), "data/none.dict: cannot read"),
+    ] {
+        let err = run(&toml);
+        assert!(err.contains(want), "{want}: {err}");
+    }
+}

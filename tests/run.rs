@@ -202,6 +202,7 @@ fn every_shipped_experiment_config_loads() {
             "bench-stream",
             "bench-system",
             "compiled-vs-hand",
+            "criteo",
             "dae-vs-cpu",
             "ember-ladder",
             "h100-vs-dae",

@@ -3,7 +3,8 @@
 //! A workload ([`workload::WorkloadSpec`]) names an operation and its shapes; its inputs are
 //! drawn from seeded generators ([`indices`]: uniform, or Zipf with a random permutation of row
 //! ids as in FBGEMM's benchmarks; [`graph`]: R-MAT power-law graphs for GNN aggregation) or
-//! read from files (index traces, graph edge lists, knowledge-graph triples) and its
+//! read from files (index traces, graph edge lists, knowledge-graph triples, by id or by name
+//! through dictionaries, [`kg_dict`]) and its
 //! reference result is what PyTorch computes ([`embedding_bag`]; [`tt`] for TT-EmbeddingBag,
 //! whose rows are contracted from tensor-train cores). Tables are f32, f16, bf16 or FBGEMM's
 //! fused int8 rows, with PyTorch's `padding_idx`. The front end ([`frontend`])
@@ -26,6 +27,7 @@ pub mod graph;
 pub mod hand;
 pub mod indices;
 pub mod ir;
+pub mod kg_dict;
 pub mod layout;
 pub mod mapping;
 pub mod passes;

@@ -37,8 +37,10 @@
 //! format = "cora" | "snap"`, optionally `symmetric`, `dedup` and a `vertices` check; see
 //! [`crate::graph`]). Knowledge-graph scoring likewise reads its triples from a file with
 //! `triples = "..."` (integer `head relation tail` lines) instead of drawing them from
-//! `[indices]`. Paths are relative to the file that names them; dae-sim reads the files when
-//! the config loads.
+//! `[indices]`, or with names (`head<TAB>relation<TAB>tail`, FB15k-237's own files) read
+//! through `entity_dict = "..."` and `relation_dict = "..."` (`<id>\t<name>` lines,
+//! [`crate::kg_dict`]). Paths are relative to the file that names them; dae-sim reads the
+//! files when the config loads.
 //!
 //! Tables may differ (`[[table_indices]]`, embedding bags and TT-EmbeddingBags): each entry
 //! covers the next `tables` tables (default 1), in table order, and may give them their own
@@ -440,6 +442,14 @@ pub struct WorkloadSpec {
     /// file's order (the binary reads it; [`crate::EmbeddingBagInstance::from_triples`]).
     #[serde(default)]
     pub triples: Option<String>,
+    /// Knowledge-graph scoring: the triples file holds names, `head<TAB>relation<TAB>tail`,
+    /// read through this dictionary of entities (`<id>\t<name>` lines, dense ids; relative to
+    /// the file that names it; [`crate::kg_dict`]); with `relation_dict`.
+    #[serde(default)]
+    pub entity_dict: Option<String>,
+    /// Knowledge-graph scoring: the dictionary of relation names, with `entity_dict`.
+    #[serde(default)]
+    pub relation_dict: Option<String>,
     /// TT-EmbeddingBag: the tensor-train shape of every table.
     #[serde(default)]
     pub tt: Option<TtShape>,
@@ -530,6 +540,25 @@ impl WorkloadSpec {
                         "kg_score takes rows, relations, negatives, model, batch, dim and [indices] \
                          (no graph, weights, tables or bag_size)",
                     ));
+                }
+                match (&self.triples, &self.entity_dict, &self.relation_dict) {
+                    (_, None, None) | (Some(_), Some(_), Some(_)) => {}
+                    (None, _, _) => {
+                        let field = if self.entity_dict.is_some() { "entity_dict" } else { "relation_dict" };
+                        return Err(bad(field, "dictionaries are for a triples file of names: give triples"));
+                    }
+                    (Some(_), None, Some(_)) => {
+                        return Err(bad(
+                            "entity_dict",
+                            "required with relation_dict (a triples file of names)",
+                        ));
+                    }
+                    (Some(_), Some(_), None) => {
+                        return Err(bad(
+                            "relation_dict",
+                            "required with entity_dict (a triples file of names)",
+                        ));
+                    }
                 }
                 if self.triples.is_some() && self.indices.is_some() {
                     return Err(bad(
@@ -726,6 +755,10 @@ impl WorkloadSpec {
         }
         if self.op != Op::KgScore && self.triples.is_some() {
             return Err(bad("triples", "only op = \"kg_score\" reads a triples file"));
+        }
+        if self.op != Op::KgScore && (self.entity_dict.is_some() || self.relation_dict.is_some()) {
+            let field = if self.entity_dict.is_some() { "entity_dict" } else { "relation_dict" };
+            return Err(bad(field, "only op = \"kg_score\" reads dictionaries (of a triples file)"));
         }
         match (&self.tt, self.op) {
             (Some(tt), Op::TtEmbeddingBag) => tt.check(self.rows, self.dim)?,

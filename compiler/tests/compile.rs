@@ -29,6 +29,8 @@ fn spec() -> WorkloadSpec {
         batches: 1,
         trace: None,
         triples: None,
+        entity_dict: None,
+        relation_dict: None,
         table_indices: Vec::new(),
         indices: Some(IndexDistribution::Zipf { alpha: 1.1 }),
         graph: None,
