@@ -469,19 +469,46 @@ pub fn read_trace(
             let (o, i) = (path("offsets", offsets), path("indices", indices));
             (read("offsets", &o)?, read("indices", &i)?, Some((o, i)))
         }
+        compiler::TraceFiles::NpyLengths { lengths, indices } => {
+            let (l, i) = (path("lengths", lengths), path("indices", indices));
+            let offsets = offsets_of_lengths(&read("lengths", &l)?).map_err(|e| {
+                doc.error_at(&format!("{prefix}trace.lengths"), format!("{}: {e}", l.display()))
+            })?;
+            (offsets, read("indices", &i)?, Some((l, i)))
+        }
         compiler::TraceFiles::Daeidx { file } => {
             let (o, i) = read_daeidx(doc, &format!("{prefix}trace.file"), file, spec)?;
             (o, i, None)
         }
     };
     EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds).map(Some).map_err(|e| {
+        let lengths = matches!(t, compiler::TraceFiles::NpyLengths { .. });
         let message = match (&files, e.field) {
+            (Some((o, _)), "trace.offsets") if lengths => {
+                format!("{}: as offsets (0, then the lengths' running sums): {}", o.display(), e.message)
+            }
             (Some((o, _)), "trace.offsets") => format!("{}: {}", o.display(), e.message),
             (Some((_, i)), "trace.indices") => format!("{}: {}", i.display(), e.message),
             _ => e.message,
         };
-        doc.error_at(&format!("{prefix}{}", e.field), message)
+        let field = if lengths && e.field == "trace.offsets" { "trace.lengths" } else { e.field };
+        doc.error_at(&format!("{prefix}{field}"), message)
     })
+}
+
+/// CSR offsets of bag `lengths` (0, then their running sums), or why they cannot be: a
+/// negative length, naming its position.
+fn offsets_of_lengths(lengths: &[i64]) -> Result<Vec<i64>, String> {
+    let mut offsets = Vec::with_capacity(lengths.len() + 1);
+    offsets.push(0i64);
+    for (k, &n) in lengths.iter().enumerate() {
+        if n < 0 {
+            return Err(format!("lengths[{k}] = {n} is negative"));
+        }
+        let last = offsets[offsets.len() - 1];
+        offsets.push(last.saturating_add(n));
+    }
+    Ok(offsets)
 }
 
 /// Reads the first batch of the `.daeidx` trace `file` (config key `at`) as table-major CSR

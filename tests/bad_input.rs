@@ -362,6 +362,23 @@ fn a_negative_row_id_in_a_npy_trace_names_the_file_and_the_element() {
 }
 
 #[test]
+fn bad_bag_lengths_in_a_npy_trace_name_the_file_and_the_element() {
+    let dir = temp_dir("trace-lengths-bad");
+    trace_workload(&dir, None);
+    let wl = write_workload(&dir, "traced", "lengths = \"lengths.npy\"\nindices = \"indices.npy\"");
+    for (lengths, want) in [
+        (vec![2i64, 0, -3, 1, 4, 2], "lengths.npy: lengths[2] = -3 is negative"),
+        (vec![2, 0, 3, 1, 4], "lengths.npy: as offsets (0, then the lengths' running sums): 6 offsets"),
+    ] {
+        dae_sim::npy::write(&dir.join("lengths.npy"), &[lengths.len()], &lengths).unwrap();
+        let err = compile_fails(&wl);
+        says(&err, &["trace.lengths", want]);
+    }
+    let both = write_workload(&dir, "both", "lengths = \"l.npy\"\noffsets = \"o.npy\"\nindices = \"i.npy\"");
+    says(&compile_fails(&both), &["trace", "give offsets or lengths, not both"]);
+}
+
+#[test]
 fn a_daeidx_trace_of_another_shape_or_a_corrupt_one_names_the_key_and_file() {
     let dir = temp_dir("daeidx-bad");
     let wl = daeidx_workload(&dir);

@@ -39,6 +39,17 @@ fn a_traced_workload_runs_verified_on_every_system() {
 }
 
 #[test]
+fn a_trace_of_bag_lengths_runs_as_its_offsets() {
+    // PyTorch's other form: lengths (2, 0, 3 / 1, 4, 2) instead of offsets.
+    let dir = temp_dir("trace-lengths");
+    trace_workload(&dir, None);
+    let lengths: [i64; 6] = [2, 0, 3, 1, 4, 2];
+    dae_sim::npy::write(&dir.join("lengths.npy"), &[lengths.len()], &lengths).unwrap();
+    let wl = common::write_workload(&dir, "traced", "lengths = \"lengths.npy\"\nindices = \"indices.npy\"");
+    runs_verified(&dir, &wl, "traced");
+}
+
+#[test]
 fn a_daeidx_traced_workload_runs_verified() {
     // Its first batch is the trace of the .npy test; the second runs after it.
     let dir = temp_dir("daeidx-ok");

@@ -333,7 +333,8 @@ impl TableIndices {
 
 /// An index trace (paths relative to the file that names them; the binary reads them, the
 /// compiler checks them): `.npy` files of table-major CSR offsets (`tables x batch + 1`
-/// entries) and row ids, the layout of Meta's released embedding traces, or a `.daeidx` file
+/// entries) or bag lengths (`tables x batch`) and row ids, the layouts of Meta's released
+/// embedding traces and of PyTorch's `EmbeddingBag` inputs, or a `.daeidx` file
 /// ([`crate::trace`]), whose batches the workload runs one after another (`batches`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawTrace")]
@@ -342,6 +343,13 @@ pub enum TraceFiles {
     Npy {
         /// The offsets file.
         offsets: String,
+        /// The row ids file.
+        indices: String,
+    },
+    /// `lengths = "..."` and `indices = "..."`: bag lengths instead of offsets.
+    NpyLengths {
+        /// The lengths file.
+        lengths: String,
         /// The row ids file.
         indices: String,
     },
@@ -357,6 +365,7 @@ pub enum TraceFiles {
 #[serde(deny_unknown_fields)]
 struct RawTrace {
     offsets: Option<String>,
+    lengths: Option<String>,
     indices: Option<String>,
     file: Option<String>,
 }
@@ -365,11 +374,15 @@ impl TryFrom<RawTrace> for TraceFiles {
     type Error = String;
 
     fn try_from(r: RawTrace) -> Result<Self, String> {
-        match (r.offsets, r.indices, r.file) {
-            (Some(offsets), Some(indices), None) => Ok(TraceFiles::Npy { offsets, indices }),
-            (None, None, Some(file)) => Ok(TraceFiles::Daeidx { file }),
-            (_, _, Some(_)) => Err("give file = \"x.daeidx\" or offsets and indices (.npy), not both".into()),
-            _ => Err("needs offsets and indices (.npy files) or file (a .daeidx trace)".into()),
+        match (r.offsets, r.lengths, r.indices, r.file) {
+            (Some(offsets), None, Some(indices), None) => Ok(TraceFiles::Npy { offsets, indices }),
+            (None, Some(lengths), Some(indices), None) => Ok(TraceFiles::NpyLengths { lengths, indices }),
+            (None, None, None, Some(file)) => Ok(TraceFiles::Daeidx { file }),
+            (Some(_), Some(_), _, _) => Err("give offsets or lengths, not both".into()),
+            (_, _, _, Some(_)) => {
+                Err("give file = \"x.daeidx\" or offsets and indices (.npy), not both".into())
+            }
+            _ => Err("needs offsets (or lengths) and indices (.npy files) or file (a .daeidx trace)".into()),
         }
     }
 }
@@ -496,7 +509,9 @@ impl WorkloadSpec {
                 "only embedding_bag and tt_embedding_bag workloads (without a graph) run several batches",
             ));
         }
-        if self.batches > 1 && matches!(self.trace, Some(TraceFiles::Npy { .. })) {
+        if self.batches > 1
+            && matches!(self.trace, Some(TraceFiles::Npy { .. } | TraceFiles::NpyLengths { .. }))
+        {
             return Err(bad("batches", "an .npy trace holds one batch; a .daeidx trace can hold several"));
         }
         match self.op {
