@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! DIR/<workload>/<system>/output.npy   f32 [bags, dim]: the simulated outputs (DAE and CPU
-//!                                      systems; the analytic GPU model computes none)
+//!                                      systems; the analytic GPU model computes none; of the
+//!                                      first batch in a workload of several)
 //! DIR/<workload>/inputs/offsets.npy    i64 [bags + 1]: CSR offsets into indices over all bags
 //!                                      of all tables, table-major (bag g is of table g / batch)
 //! DIR/<workload>/inputs/indices.npy    i64 [lookups]: the row id of every lookup in its table

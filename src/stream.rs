@@ -9,7 +9,8 @@
 //! run back to back: times, bytes, requests, events and energy add, latency histograms and
 //! statistics merge exactly, the time breakdown is weighted by each batch's time. What stays
 //! in memory is one batch's indices, compiled programs, reference and simulated chip, plus
-//! the running sums: resident memory is bounded by the batch, not by the trace
+//! the running sums (and the first batch's outputs, which `--dump-outputs` writes beside the
+//! first batch's inputs): resident memory is bounded by the batch, not by the trace
 //! (`dae-sim bench stream` measures it). Not modelled: state carried from one batch to the
 //! next (cache contents), as each batch starts from a cold chip.
 
@@ -143,8 +144,8 @@ fn absorb_run(total: &mut RunResult, next: RunResult, b: u64) -> Result<(), Stri
     if total.verified.is_ok() {
         total.verified = next.verified.map_err(|e| format!("batch {b}: {e}"));
     }
-    // The last batch's outputs only: all of them would grow with the trace.
-    total.outputs = next.outputs;
+    // The outputs stay the first batch's (all of them would grow with the trace): those of
+    // the inputs `--dump-inputs` writes.
     Ok(())
 }
 

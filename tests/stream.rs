@@ -72,6 +72,8 @@ fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
         assert_eq!(b.events, f.events + s.events, "{system}");
         if system != "h100" {
             assert_eq!(b.verified, Some(Ok(())), "{system}");
+            // The outputs kept (and dumped) are the first batch's, those of its inputs.
+            assert!(b.outputs.is_some() && b.outputs == f.outputs, "{system}");
             // Statistics add up: the memory's reads of both batches.
             let reads = |m: &Measured| m.stats.as_ref().unwrap()["mem"]["reads"].as_u64().unwrap();
             assert_eq!(reads(b), reads(f) + reads(s), "{system}");
