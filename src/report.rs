@@ -553,6 +553,10 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
         .iter()
         .map(|o| {
             let mut v = json!({ "system": o.system, "workload": o.workload, "model": o.model });
+            // Batches run back to back ([`crate::stream`]): the figures are their sums.
+            let batches =
+                exp.file.workload.iter().find(|w| w.name == o.workload).map_or(1, |w| w.batches.max(1));
+            v["batches"] = json!(batches);
             match &o.result {
                 Ok(m) => {
                     v["sim_time_ps"] = json!(m.time);

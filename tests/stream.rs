@@ -51,10 +51,25 @@ fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
         let dir = temp_dir(&format!("stream-sum-{tag}"));
         write_trace(&dir.join("t.daeidx"), batches);
         let cfg = small_experiment(&dir, &workload("t", "t.daeidx", ""));
-        Experiment::load(&cfg, &Overrides::default()).unwrap()
+        (Experiment::load(&cfg, &Overrides::default()).unwrap(), dir)
     };
-    let exps = [load("both", &[0, 1]), load("first", &[0]), load("second", &[1])];
+    let ((both_exp, both_dir), (first_exp, _), (second_exp, _)) =
+        (load("both", &[0, 1]), load("first", &[0]), load("second", &[1]));
+    let exps = [both_exp, first_exp, second_exp];
     assert_eq!(exps[0].file.workload[1].batches, 2, "every batch of the trace by default");
+    let dir = both_dir;
+    let o = dae_sim(&[
+        "--config",
+        dir.join("experiment.toml").to_str().unwrap(),
+        "--quiet",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    let run = results["runs"].as_array().unwrap().iter().find(|r| r["workload"] == "t").unwrap();
+    assert_eq!((run["batches"].as_u64(), run["lookups"].as_u64()), (Some(2), Some(25)));
     // The functional pass reads, compiles and reduces the same batches.
     let [b, f, s] = exps
         .each_ref()
