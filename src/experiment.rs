@@ -571,13 +571,14 @@ pub fn read_inputs(
     }
 }
 
-/// `file`'s contents (the value of config key `at`, relative to the file that sets it), or an
-/// error naming the key and the file.
+/// `file`'s contents (the value of config key `at`, relative to the file that sets it;
+/// decompressed if its name ends in `.gz`: [`crate::data_file`]), or an error naming the key
+/// and the file.
 fn read_text(doc: &Document, at: &str, file: &str) -> Result<(PathBuf, String), ConfigError> {
     let path = relative_to(doc, at, file);
-    match std::fs::read_to_string(&path) {
+    match crate::data_file::read_text(&path) {
         Ok(text) => Ok((path, text)),
-        Err(e) => Err(doc.error_at(at, format!("{}: cannot read: {e}", path.display()))),
+        Err(e) => Err(doc.error_at(at, e.to_string())),
     }
 }
 

@@ -3,13 +3,15 @@
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
 //! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
 //! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]), where the time went
-//! ([`breakdown`]), `.npy` index traces ([`npy_read`]), Criteo click logs ([`criteo`]) and the
+//! ([`breakdown`]), `.npy` index traces ([`npy_read`]), data files
+//! read as text, gzip-compressed or not ([`data_file`]), Criteo click logs ([`criteo`]) and the
 //! `trace gen` / `trace info` / `trace criteo` commands ([`trace_cmd`]). The hardware
 //! models live in the workspace crates below it.
 
 pub mod breakdown;
 pub mod config;
 pub mod criteo;
+pub mod data_file;
 pub mod dense;
 pub mod dump;
 pub mod experiment;

@@ -38,6 +38,9 @@ pub enum TraceCmdError {
         /// What the system said.
         error: std::io::Error,
     },
+    /// A data file could not be read (a `.gz` one among them: [`crate::data_file`]).
+    #[error(transparent)]
+    DataFile(#[from] crate::data_file::DataFileError),
     /// A text file's line is bad (`line` 0: the file as a whole, named without a line).
     #[error("{file}{}: {message}", at_line(*.line))]
     Parse {
@@ -251,7 +254,8 @@ pub struct InfoArgs {
     /// The trace (a .daeidx file, a graph or a triples file).
     #[arg(value_name = "FILE", required_unless_present = "offsets")]
     pub file: Option<PathBuf>,
-    /// What FILE is [default: daeidx for .daeidx, cora for .cites, mtx for .mtx, npy with --offsets].
+    /// What FILE is [default: daeidx for .daeidx, cora for .cites, mtx for .mtx (also with .gz
+    /// after), npy with --offsets]. A graph or triples file ending in .gz is decompressed.
     #[arg(long, value_enum)]
     pub kind: Option<InfoKind>,
     /// A .npy offsets file (table-major CSR over tables x batch).
@@ -752,7 +756,7 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
         (Some(k), _, _) => k,
         (None, Some(_), None) if a.entity_dict.is_some() => InfoKind::Kg,
         (None, _, Some(_)) => InfoKind::Npy,
-        (None, Some(f), None) => match f.extension().and_then(|e| e.to_str()) {
+        (None, Some(f), None) => match crate::data_file::content_extension(f) {
             Some("daeidx") => InfoKind::Daeidx,
             Some("cites") => InfoKind::Cora,
             Some("mtx") => InfoKind::Mtx,
@@ -770,6 +774,12 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
     let value = match kind {
         InfoKind::Daeidx => {
             let f = file()?;
+            if crate::data_file::is_gzip(&f) {
+                return Err(usage(format!(
+                    "{}: a .daeidx trace is streamed as it is, not through gzip: decompress it first",
+                    f.display()
+                )));
+            }
             let (s, h) = daeidx_stats(&f)?;
             let mut v = index_json(&s, a);
             v["file"] = json!(f.display().to_string());
@@ -832,9 +842,9 @@ fn index_json(s: &IndexStats, a: &InfoArgs) -> Value {
     })
 }
 
+/// The text of `path`, decompressed if its name ends in `.gz` ([`crate::data_file`]).
 fn read_text(path: &Path) -> Result<String, TraceCmdError> {
-    std::fs::read_to_string(path)
-        .map_err(|error| TraceCmdError::Io { file: path.display().to_string(), error })
+    Ok(crate::data_file::read_text(path)?)
 }
 
 fn graph_json(path: &Path, kind: InfoKind) -> Result<Value, TraceCmdError> {

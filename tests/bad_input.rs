@@ -599,6 +599,39 @@ fn bad_graph_and_triples_files_name_the_file_the_line_and_the_key() {
     }
 }
 
+/// A graph file whose name ends in `.gz` but that is not gzip data (or is cut short) is an
+/// error naming the config file, the key and the data file, in a workload and in `trace info`;
+/// the same edges compressed read and compile. (The decompressed-size limit:
+/// `data_file`'s unit tests.)
+#[test]
+fn a_corrupt_gz_graph_file_names_the_file_and_the_key() {
+    use std::io::Write;
+    let dir = temp_dir("bad-gz");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let wl = dir.join("g.toml");
+    std::fs::write(
+        &wl,
+        "name = \"g\"\nop = \"gnn_aggregate\"\ndim = 8\ndtype = \"f32\"\n\n[graph]\nfile = \"data/g.txt.gz\"\n\
+         format = \"snap\"\nself_loops = \"drop\"\n",
+    )
+    .unwrap();
+    let gz = dir.join("data/g.txt.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b"# CRLF\r\n0\t1\r\n1\t1\r\n1\t2\r\n3\t0\r\n").unwrap();
+    let good = e.finish().unwrap();
+    for bytes in [b"0 1\n1 2\n".to_vec(), good[..good.len() / 2].to_vec()] {
+        std::fs::write(&gz, bytes).unwrap();
+        let err = compile_fails(&wl);
+        assert!(err.contains(&wl.display().to_string()), "the config file: {err}");
+        says(&err, &["graph.file", "data/g.txt.gz: cannot decompress (gzip): "]);
+        let err = fails(&dir, &["trace", "info", "--kind", "snap", "data/g.txt.gz"]);
+        assert!(err.starts_with("error: data/g.txt.gz: cannot decompress (gzip): "), "{err}");
+    }
+    std::fs::write(&gz, &good).unwrap();
+    let (code, err) = dae_sim_in(&dir, &["compile", "--workload", wl.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// `trace info --kind KIND FILE` on a file `name` holding `text`, which must fail; returns stderr.
 fn info_fails(tag: &str, kind: &str, name: &str, text: &str) -> String {
     let dir = temp_dir(tag);

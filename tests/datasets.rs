@@ -1,7 +1,8 @@
 //! The workloads of real shapes and data: MLPerf DLRM-v2's tables (per-table rows and bag
 //! sizes), the Cora citation graph, FB15k-237's triples and Criteo's click logs read from
-//! `traces/` (and FB15k-237's named triples from `../shared/datasets`, when it is there); their
-//! simulated outputs equal the reference. (Bad data files: `bad_input.rs`.)
+//! `traces/` (and, from `../shared/datasets` when it is there, FB15k-237's named triples and
+//! SNAP's email-Enron and gzip-compressed soc-Slashdot0902 graphs); their simulated outputs
+//! equal the reference. (Bad data files: `bad_input.rs`.)
 
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
@@ -31,6 +32,34 @@ fn rows_of<'a>(stdout: &'a str, workload: &str) -> Vec<&'a str> {
             f.next() == Some(workload) && f.next().is_some_and(|m| m.starts_with("cycle-") || m == "analytic")
         })
         .collect()
+}
+
+/// Runs the small experiment `cfg` (see `common::small_experiment`) with its output in `dir`:
+/// each of `workloads` has a row on each of the 3 systems, verified on the 2 simulated ones
+/// (the DAE chip and the plain cores).
+fn runs_verified(cfg: &Path, dir: &Path, workloads: &[&str]) {
+    let o =
+        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    for name in workloads {
+        let rows = rows_of(&stdout, name);
+        assert_eq!(rows.len(), 3, "{stdout}");
+        assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
+    }
+}
+
+/// The small experiment (see `common::small_experiment`) in `dir` with the shipped workloads
+/// `configs/workloads/NAME.toml` added, each at its batch.
+fn with_workloads(dir: &Path, workloads: &[(&str, u32)]) -> PathBuf {
+    let extra: String = workloads
+        .iter()
+        .map(|(name, batch)| {
+            let wl = configs().join("workloads").join(format!("{name}.toml"));
+            format!("\n[[workload]]\ninclude = \"{}\"\nbatch = {batch}\n", wl.display())
+        })
+        .collect();
+    small_experiment(dir, &extra)
 }
 
 /// Tables of different rows and bag sizes (mean pooling, a padding index, f16 rows) run verified
@@ -100,31 +129,17 @@ fn mlperf_dlrm_v2_fits_the_hbm_in_f16_and_not_in_f32() {
 #[test]
 fn cora_and_fb15k237_run_verified() {
     let dir = temp_dir("real-data");
-    let wl = |name: &str| configs().join("workloads").join(name);
-    let extra = format!(
-        "\n[[workload]]\ninclude = \"{}\"\nbatch = 300\n\n[[workload]]\ninclude = \"{}\"\nbatch = 12\n",
-        wl("gnn-cora.toml").display(),
-        wl("kg-fb15k237.toml").display()
-    );
-    let cfg = small_experiment(&dir, &extra);
+    let cfg = with_workloads(&dir, &[("gnn-cora", 300), ("kg-fb15k237", 12)]);
     let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
     let cora = exp.file.workload.iter().find(|w| w.name == "gnn-cora").unwrap();
     assert_eq!((cora.rows, cora.batch, cora.bag_size), (2708, 300, 3));
     let kg = exp.file.workload.iter().find(|w| w.name == "kg-fb15k237").unwrap();
     let inst = exp.instance(kg);
     assert_eq!(inst.kg.as_ref().unwrap().heads[..2], [4092, 14132], "the file's first triples");
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
-    for name in ["gnn-cora", "kg-fb15k237"] {
-        let rows = rows_of(&stdout, name);
-        assert_eq!(rows.len(), 3, "{stdout}");
-        assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
-    }
+    runs_verified(&cfg, &dir, &["gnn-cora", "kg-fb15k237"]);
     for name in ["gnn-cora.toml", "kg-fb15k237.toml"] {
-        let o =
-            dae_sim(&["compile", "--workload", wl(name).to_str().unwrap(), "--emit", "au", "--cores", "4"]);
+        let wl = configs().join("workloads").join(name);
+        let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "--emit", "au", "--cores", "4"]);
         assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
     }
 }
@@ -161,13 +176,7 @@ fn fb15k237_names_through_the_dictionaries_equal_the_id_file() {
     );
     // The workload reads the same triples as kg-fb15k237.toml and runs verified.
     let dir = temp_dir("fb15k-names");
-    let wl = |name: &str| configs().join("workloads").join(name);
-    let extra = format!(
-        "\n[[workload]]\ninclude = \"{}\"\nbatch = 12\n\n[[workload]]\ninclude = \"{}\"\nbatch = 12\n",
-        wl("kg-fb15k237.toml").display(),
-        wl("kg-fb15k237-names.toml").display()
-    );
-    let cfg = small_experiment(&dir, &extra);
+    let cfg = with_workloads(&dir, &[("kg-fb15k237", 12), ("kg-fb15k237-names", 12)]);
     let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
     let inst = |name: &str| exp.instance(exp.file.workload.iter().find(|w| w.name == name).unwrap());
     let (a, b) = (inst("kg-fb15k237"), inst("kg-fb15k237-names"));
@@ -197,11 +206,86 @@ fn criteo_dlrm_runs_verified() {
     let spec = exp.file.workload.iter().find(|w| w.name == "criteo-dlrm").unwrap();
     let inst = exp.instance(spec);
     assert_eq!((inst.offsets.len(), inst.indices.len(), spec.bag_size), (26 * 100 + 1, 2600, 1));
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
-    let rows = rows_of(&stdout, "criteo-dlrm");
-    assert_eq!(rows.len(), 3, "{stdout}");
-    assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
+    runs_verified(&cfg, &dir, &["criteo-dlrm"]);
+}
+
+/// `dae-sim trace info --json` on `file` (with `args` before it), parsed.
+fn info_json(file: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["trace", "info", file.to_str().unwrap(), "--json"];
+    all.extend_from_slice(args);
+    let o = dae_sim(&all);
+    assert!(o.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `trace info` on SNAP's two graphs as shipped in `../shared/datasets` (email-Enron as LF
+/// text; soc-Slashdot0902 as SNAP's own `.txt.gz`, CRLF inside, decompressed as it is read)
+/// prints the counts the datasets README measured another way, on the files themselves with
+/// `wc`, `awk` and `sort -u` (and checked again, with `zcat | tr -d '\r' | awk` counting edge
+/// lines, distinct ids, `$1 == $2` lines and per-id maxima, when this test was written):
+/// Enron 36,692 vertices, 367,662 edges, all distinct, no self-loops, the largest degree
+/// 1,383 both ways (the graph is symmetric); Slashdot 82,168 vertices, 948,464 edges, all
+/// distinct, 78,303 self-loops, the largest out-degree 2,511 and in-degree 2,553.
+#[test]
+fn trace_info_on_the_snap_graphs_gives_the_measured_counts() {
+    let (Some(enron), Some(slashdot)) =
+        (shared("snap-email-enron/email-Enron.txt"), shared("snap-soc-slashdot0902/soc-Slashdot0902.txt.gz"))
+    else {
+        return;
+    };
+    let figures = |v: &serde_json::Value| {
+        [
+            &v["vertices"],
+            &v["edges"],
+            &v["distinct_edges"],
+            &v["self_loops"],
+            &v["out_degree"]["max"],
+            &v["in_degree"]["max"],
+        ]
+        .map(|x| x.as_u64().unwrap_or(u64::MAX))
+    };
+    let v = info_json(&enron, &["--kind", "snap"]);
+    assert_eq!(v["kind"], "graph (snap)");
+    assert_eq!(figures(&v), [36_692, 367_662, 367_662, 0, 1_383, 1_383], "{v}");
+    // A `.txt.gz`, as a `.txt`, is a SNAP graph by --kind; it is decompressed by its name.
+    let v = info_json(&slashdot, &["--kind", "snap"]);
+    assert_eq!(figures(&v), [82_168, 948_464, 948_464, 78_303, 2_511, 2_553], "{v}");
+    assert_eq!(v["file"].as_str(), slashdot.to_str());
+    // The text form says the same.
+    let o = dae_sim(&["trace", "info", slashdot.to_str().unwrap(), "--kind", "snap"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for line in ["vertices: 82168\n", "edges: 948464\n", "self_loops: 78303\n"] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+}
+
+/// The shipped SNAP workloads (`gnn-enron.toml`, `gnn-slashdot.toml`, read from
+/// `../shared/datasets` through their relative paths, the Slashdot one gzip-compressed) load
+/// with the whole graph and run verified on the DAE chip and on the plain cores, at a batch of
+/// 128 destination vertices. The edges into vertices 0..127 were counted with `awk` on the
+/// files (`$2 < 128`): 9,867 for Enron; 13,605 for Slashdot, of which 127 are self-loops,
+/// which the workload drops (`self_loops = "drop"`: 948,464 - 78,303 = 870,161 edges in all).
+#[test]
+fn the_snap_graph_workloads_run_verified() {
+    if shared("snap-email-enron").is_none() || shared("snap-soc-slashdot0902").is_none() {
+        return;
+    }
+    let dir = temp_dir("snap-graphs");
+    let cfg = with_workloads(&dir, &[("gnn-enron", 128), ("gnn-slashdot", 128)]);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    for (name, vertices, edges, batch_edges) in
+        [("gnn-enron", 36_692, 367_662, 9_867), ("gnn-slashdot", 82_168, 870_161, 13_478)]
+    {
+        let spec = exp.file.workload.iter().find(|w| w.name == name).unwrap();
+        let g = spec.graph.as_ref().unwrap();
+        assert_eq!(
+            (g.vertices(), g.edges(), spec.rows, spec.batch),
+            (vertices, edges, vertices, 128),
+            "{name}"
+        );
+        let inst = exp.instance(spec);
+        assert_eq!((inst.offsets.len(), inst.indices.len()), (129, batch_edges), "{name}");
+    }
+    runs_verified(&cfg, &dir, &["gnn-enron", "gnn-slashdot"]);
 }

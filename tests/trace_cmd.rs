@@ -239,6 +239,47 @@ fn info_on_the_shipped_datasets_matches_their_readmes() {
     assert_eq!(v["lookups"], 512);
 }
 
+/// A graph or triples file compressed with gzip (`NAME.gz`) gives the figures of the file
+/// itself: Cora's `.cites.gz` is still told a Cora file by the name before `.gz`, and the
+/// triples read the same; a `.daeidx.gz` is refused with advice, not misread.
+#[test]
+fn info_reads_gz_files_as_the_files_they_compress() {
+    use std::io::Write;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let dir = temp_dir("info-gz");
+    let gz = |from: &Path, name: &str| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&std::fs::read(from).unwrap()).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, e.finish().unwrap()).unwrap();
+        p
+    };
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut v: serde_json::Value = serde_json::from_str(&trace(args)).unwrap();
+        v["file"] = serde_json::Value::Null;
+        v
+    };
+    for (plain, name, kind) in [
+        (root.join("cora/cora.cites"), "cora.cites.gz", None),
+        (root.join("fb15k-237/test.ids.tsv"), "test.ids.tsv.gz", Some("kg")),
+    ] {
+        let packed = gz(&plain, name);
+        let args = |f: &Path| {
+            let mut a = vec!["info".to_string(), f.display().to_string(), "--json".to_string()];
+            a.extend(kind.map(|k| ["--kind".to_string(), k.to_string()]).into_iter().flatten());
+            a
+        };
+        let (a, b) = (args(&plain), args(&packed));
+        let ra: Vec<&str> = a.iter().map(String::as_str).collect();
+        let rb: Vec<&str> = b.iter().map(String::as_str).collect();
+        assert_eq!(json(&ra), json(&rb), "{name}");
+    }
+    let ex = gz(&root.join("example.daeidx"), "example.daeidx.gz");
+    let o = dae_sim(&["trace", "info", ex.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("decompress it first"), "{err}");
+}
+
 /// A valid file of no batches that claims 2^32 - 1 tables gives its figures, not an allocation.
 #[test]
 fn a_file_of_no_batches_claiming_many_tables_gives_figures() {

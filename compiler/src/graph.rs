@@ -38,6 +38,11 @@
 //! end is ignored (CRLF files). `symmetric = true` adds each edge's reverse right after it (a
 //! self-loop once), the undirected graph GCN-style layers aggregate over; `dedup = true` then
 //! drops every edge equal to an earlier one. Edges keep the file's order otherwise.
+//!
+//! Self-loops (`v -> v`) are kept by default: vertex `v`'s bag then holds `v` itself, once per
+//! such edge, as a GCN layer's `A + I` does. `self_loops = "drop"` removes them after the file
+//! is read (the vertex count is the file's all the same), for files where they are artefacts:
+//! SNAP's soc-Slashdot0902 has 78,303 of them.
 
 use rand::Rng;
 use rand_pcg::Pcg64;
@@ -82,6 +87,8 @@ pub struct FileGraph {
     pub dedup: bool,
     /// The vertex count the file must have (a check), if given.
     pub vertices: Option<u64>,
+    /// What becomes of the file's self-loops.
+    pub self_loops: SelfLoops,
     /// The edges, once the file is read ([`FileGraph::load_text`]).
     pub loaded: Option<Arc<EdgeList>>,
 }
@@ -96,6 +103,17 @@ pub enum GraphFormat {
     Cora,
     /// Matrix Market coordinate format: 1-based `i j [value]` entries of a square matrix.
     Mtx,
+}
+
+/// What a file graph's self-loops (`v -> v` edges) become (`[graph] self_loops`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelfLoops {
+    /// Kept, as the file has them (the default).
+    #[default]
+    Keep,
+    /// Removed once the file is read.
+    Drop,
 }
 
 /// A graph's edges, `(source, destination)` in the file's order, over `vertices` vertices.
@@ -135,6 +153,7 @@ struct RawGraph {
     symmetric: Option<bool>,
     dedup: Option<bool>,
     vertices: Option<u64>,
+    self_loops: Option<SelfLoops>,
 }
 
 impl TryFrom<RawGraph> for GraphSpec {
@@ -143,12 +162,18 @@ impl TryFrom<RawGraph> for GraphSpec {
     fn try_from(r: RawGraph) -> Result<Self, String> {
         let rmat_keys =
             r.scale.is_some() || r.edge_factor.is_some() || r.a.is_some() || r.b.is_some() || r.c.is_some();
-        let file_keys =
-            r.format.is_some() || r.symmetric.is_some() || r.dedup.is_some() || r.vertices.is_some();
+        let file_keys = r.format.is_some()
+            || r.symmetric.is_some()
+            || r.dedup.is_some()
+            || r.vertices.is_some()
+            || r.self_loops.is_some();
         match (r.generator, r.file) {
             (Some(Generator::Rmat), None) => {
                 if file_keys {
-                    return Err("format, symmetric, dedup and vertices are for a graph from a file".into());
+                    return Err(
+                        "format, symmetric, dedup, vertices and self_loops are for a graph from a file"
+                            .into(),
+                    );
                 }
                 let scale = r.scale.ok_or("missing field `scale`")?;
                 let edge_factor = r.edge_factor.ok_or("missing field `edge_factor`")?;
@@ -171,6 +196,7 @@ impl TryFrom<RawGraph> for GraphSpec {
                     symmetric: r.symmetric.unwrap_or(false),
                     dedup: r.dedup.unwrap_or(false),
                     vertices: r.vertices,
+                    self_loops: r.self_loops.unwrap_or_default(),
                     loaded: None,
                 }))
             }
@@ -184,7 +210,13 @@ impl FileGraph {
     /// Reads the graph from `text`, the file's contents; `Err((line, why))` names the
     /// 1-based line at fault (0: the file as a whole).
     pub fn load_text(&mut self, text: &str) -> Result<(), (usize, String)> {
-        let list = parse_edge_list(text, self.format, self.symmetric, self.dedup, self.vertices)?;
+        let mut list = parse_edge_list(text, self.format, self.symmetric, self.dedup, self.vertices)?;
+        if self.self_loops == SelfLoops::Drop {
+            list.edges.retain(|&(s, d)| s != d);
+            if list.edges.is_empty() {
+                return Err((0, "no edges but self-loops, and self_loops = \"drop\"".into()));
+            }
+        }
         self.loaded = Some(Arc::new(list));
         Ok(())
     }
@@ -606,6 +638,36 @@ mod tests {
         }
         let e = parse_edge_list(&format!("{head}2 2 1\n1 2\n"), GraphFormat::Mtx, false, false, Some(3));
         assert!(e.unwrap_err().1.contains("the matrix has 2 vertices, but vertices = 3"));
+    }
+
+    #[test]
+    fn self_loops_are_kept_unless_dropped() {
+        let text = "# SNAP, CRLF\r\n0\t0\r\n0\t1\r\n2\t2\r\n1\t0\r\n";
+        let mut g = FileGraph {
+            file: "g.txt".into(),
+            format: GraphFormat::Snap,
+            symmetric: false,
+            dedup: false,
+            vertices: None,
+            self_loops: SelfLoops::Keep,
+            loaded: None,
+        };
+        g.load_text(text).unwrap();
+        let edges = |g: &FileGraph| g.loaded.as_ref().map(|l| (l.vertices, l.edges.clone()));
+        assert_eq!(edges(&g), Some((3, vec![(0, 0), (0, 1), (2, 2), (1, 0)])));
+        g.self_loops = SelfLoops::Drop;
+        g.load_text(text).unwrap();
+        assert_eq!(edges(&g), Some((3, vec![(0, 1), (1, 0)])), "vertex 2 stays, isolated");
+        let e = g.load_text("1 1\n").unwrap_err();
+        assert_eq!(e, (0, "no edges but self-loops, and self_loops = \"drop\"".to_string()));
+        // The key reads from TOML, and only for a file graph.
+        let spec: GraphSpec =
+            toml::from_str("file = \"g.txt\"\nformat = \"snap\"\nself_loops = \"drop\"\n").unwrap();
+        assert!(matches!(spec, GraphSpec::File(FileGraph { self_loops: SelfLoops::Drop, .. })));
+        let e = toml::from_str::<GraphSpec>(
+            "generator = \"rmat\"\nscale = 4\nedge_factor = 2\nself_loops = \"keep\"\n",
+        );
+        assert!(e.unwrap_err().to_string().contains("self_loops are for a graph from a file"));
     }
 
     fn rmat(scale: u32, edge_factor: u32) -> GraphSpec {

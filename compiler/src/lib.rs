@@ -41,7 +41,7 @@ pub use codegen::{
     compile_with_stages, partition_by_cost,
 };
 pub use embedding_bag::{EmbeddingBagInstance, parse_triples};
-pub use graph::{Csr, EdgeList, FileGraph, GraphFormat, GraphSpec};
+pub use graph::{Csr, EdgeList, FileGraph, GraphFormat, GraphSpec, SelfLoops};
 pub use layout::{Contents, DataRegion, Layout};
 pub use mapping::MemoryCosts;
 pub use passes::{Pass, Passes};

@@ -34,13 +34,13 @@
 //! ```
 //!
 //! The graph may instead be a real one, an edge list read from a file (`[graph] file = "...",
-//! format = "cora" | "snap"`, optionally `symmetric`, `dedup` and a `vertices` check; see
-//! [`crate::graph`]). Knowledge-graph scoring likewise reads its triples from a file with
+//! format = "cora" | "snap" | "mtx"`, optionally `symmetric`, `dedup`, `self_loops` and a
+//! `vertices` check; see [`crate::graph`]). Knowledge-graph scoring likewise reads its triples from a file with
 //! `triples = "..."` (integer `head relation tail` lines) instead of drawing them from
 //! `[indices]`, or with names (`head<TAB>relation<TAB>tail`, FB15k-237's own files) read
 //! through `entity_dict = "..."` and `relation_dict = "..."` (`<id>\t<name>` lines,
 //! [`crate::kg_dict`]). Paths are relative to the file that names them; dae-sim reads the
-//! files when the config loads.
+//! files when the config loads, decompressing one whose name ends in `.gz`.
 //!
 //! Tables may differ (`[[table_indices]]`, embedding bags and TT-EmbeddingBags): each entry
 //! covers the next `tables` tables (default 1), in table order, and may give them their own
