@@ -3,10 +3,11 @@
 //! The binary's library half: configuration loading ([`config`]), system assembly and runs
 //! ([`system`]), the experiment driver ([`experiment`]), reports ([`report`]), `.npy` dumps of
 //! outputs and inputs ([`dump`], [`npy`]), energy and power ([`power`]), where the time went
-//! ([`breakdown`]), `.npy` index traces ([`npy_read`]), data files
-//! read as text, gzip-compressed or not ([`data_file`]), Criteo click logs ([`criteo`]) and the
-//! `trace gen` / `trace info` / `trace criteo` commands ([`trace_cmd`]). The hardware
-//! models live in the workspace crates below it.
+//! ([`breakdown`]), `.npy` index traces ([`npy_read`]), data files read as text,
+//! gzip-compressed or not ([`data_file`]), Criteo click logs ([`criteo`]), Meta's locality
+//! statistics and the Zipf fit to them ([`locality`]) and the `trace gen` / `trace info` /
+//! `trace criteo` / `trace locality` / `trace fit` commands ([`trace_cmd`]). The hardware models
+//! live in the workspace crates below it.
 
 pub mod breakdown;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod dense;
 pub mod dump;
 pub mod experiment;
 pub mod gpu_kernel;
+pub mod locality;
 pub mod mem_frontend;
 pub mod npy;
 pub mod npy_read;

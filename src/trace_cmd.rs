@@ -1,7 +1,9 @@
-//! `dae-sim trace gen`, `dae-sim trace info` and `dae-sim trace criteo`: seeded synthetic traces
-//! (embedding lookups as `.daeidx` or `.npy`, R-MAT graphs as SNAP edge lists, knowledge-graph
-//! triples), the figures of a trace (counts, bag sizes, unique rows, reuse histogram, working
-//! set), and Criteo click logs converted to a `.daeidx` trace of 26 tables ([`crate::criteo`]).
+//! `dae-sim trace gen`, `dae-sim trace info`, `dae-sim trace criteo`, `dae-sim trace locality`
+//! and `dae-sim trace fit`: seeded synthetic traces (embedding lookups as `.daeidx` or `.npy`,
+//! R-MAT graphs as SNAP edge lists, knowledge-graph triples), the figures of a trace (counts,
+//! bag sizes, unique rows, reuse histogram, working set), Criteo click logs converted to a
+//! `.daeidx` trace of 26 tables ([`crate::criteo`]), and Meta's locality statistics with the
+//! Zipf exponent that best matches them ([`crate::locality`]).
 //!
 //! `info` streams a `.daeidx` trace section by section; what it keeps is a count per distinct
 //! row (per table), which the unique-row and reuse figures need.
@@ -30,6 +32,9 @@ pub enum TraceCmdError {
     /// A `.npy` file could not be read.
     #[error(transparent)]
     NpyRead(#[from] crate::npy_read::NpyReadError),
+    /// A locality-statistics file is bad.
+    #[error(transparent)]
+    Locality(#[from] crate::locality::LocalityError),
     /// A text file (a Criteo file among them) could not be read or written.
     #[error("{file}: {error}")]
     Io {
@@ -76,6 +81,59 @@ pub enum TraceCommand {
     /// Convert Criteo click logs (TSV: label, I1..I13, C1..C26) to a .daeidx trace of 26
     /// tables, one lookup per record and table, row = categorical value mod --rows.
     Criteo(CriteoArgs),
+    /// Print the blocks of a locality-statistics file (Meta's dlrm_datasets
+    /// `locality_stats.txt`): lookups, unique rows, unique fraction, reuse histogram.
+    Locality(LocalityArgs),
+    /// Fit the Zipf exponent whose generated lookups best match a block of a
+    /// locality-statistics file (reuse histogram of rows and of lookups).
+    Fit(FitArgs),
+}
+
+/// `trace locality`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct LocalityArgs {
+    /// The locality-statistics file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Only this block (0-based, in file order).
+    #[arg(long, value_name = "N")]
+    pub block: Option<usize>,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `trace fit`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct FitArgs {
+    /// The locality-statistics file.
+    #[arg(long, value_name = "FILE")]
+    pub locality: PathBuf,
+    /// The block to fit (0-based, in file order).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub block: usize,
+    /// Rows of the generated table.
+    #[arg(long, value_name = "R")]
+    pub rows: u64,
+    /// Lookups generated per evaluation [default: the block's lookups per table, from the
+    /// `_t<N>_` of its name].
+    #[arg(long, value_name = "L")]
+    pub lookups: Option<u64>,
+    /// Seed of the draws (the same draws for every alpha).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Smallest alpha searched.
+    #[arg(long, default_value_t = 0.5)]
+    pub min_alpha: f64,
+    /// Largest alpha searched.
+    #[arg(long, default_value_t = 2.0)]
+    pub max_alpha: f64,
+    /// Grid points over [min, max] before the golden-section refinement.
+    #[arg(long, default_value_t = 31)]
+    pub grid: u32,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What a missing categorical value becomes (`trace criteo --missing`).
@@ -294,6 +352,8 @@ pub fn run(cmd: &TraceCommand, out: &mut dyn Write) -> Result<(), TraceCmdError>
         })?,
         TraceCommand::Info(a) => info(a)?,
         TraceCommand::Criteo(a) => criteo_cmd(a)?.to_string(),
+        TraceCommand::Locality(a) => locality_cmd(a)?,
+        TraceCommand::Fit(a) => fit_cmd(a)?,
     };
     out.write_all(written.as_bytes()).map_err(|error| TraceCmdError::Io { file: "stdout".into(), error })
 }
@@ -630,13 +690,14 @@ impl TableStats {
     }
 }
 
-/// Rows and lookups by how often a row is accessed: bucket `k` holds the rows accessed
-/// `2^k..2^(k+1) - 1` times (1, 2-3, 4-7, ...).
+/// Rows and lookups by how often a row is accessed (its reuse factor: its lookups in the whole
+/// trace, per table), in Meta's bins ([`crate::locality::bin_of`]): bucket `k` holds the rows
+/// accessed `2^(k-1) + 1 ..= 2^k` times (1, 2, 3-4, 5-8, ...).
 pub fn reuse_histogram<'a>(tables: impl IntoIterator<Item = &'a TableStats>) -> Vec<(u64, u64)> {
     let mut h: Vec<(u64, u64)> = Vec::new();
     for t in tables {
         for &c in t.counts.values() {
-            let k = (63 - c.max(1).leading_zeros()) as usize;
+            let k = crate::locality::bin_of(c);
             if h.len() <= k {
                 h.resize(k + 1, (0, 0));
             }
@@ -825,8 +886,8 @@ fn index_json(s: &IndexStats, a: &InfoArgs) -> Value {
         .iter()
         .enumerate()
         .map(|(k, &(rows, lookups))| {
-            let (lo, hi) = (1u64 << k, (1u64 << k) * 2 - 1);
-            json!({"accesses": if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }, "rows": rows, "lookups": lookups})
+            let (lo, hi) = crate::locality::bin_bounds(k);
+            json!({"accesses": crate::locality::bin_label(lo, Some(hi)), "rows": rows, "lookups": lookups})
         })
         .collect();
     json!({
@@ -960,10 +1021,10 @@ fn text(v: &Value) -> String {
             s += &row(k.to_string(), t);
         }
         s += &row("all".into(), v);
-        s += "\nreuse histogram (rows of every table by their accesses):\naccesses        rows     lookups\n";
+        s += "\nreuse histogram (rows of every table by their lookups in the trace, in Meta's bins (lo, hi]):\naccesses          rows     lookups\n";
         for b in g("reuse_histogram").as_array().into_iter().flatten() {
             s += &format!(
-                "{:<10} {:>9} {:>11}\n",
+                "{:<12} {:>9} {:>11}\n",
                 b["accesses"].as_str().unwrap_or(""),
                 b["rows"].to_string(),
                 b["lookups"].to_string()
@@ -986,4 +1047,179 @@ fn text(v: &Value) -> String {
         }
     }
     s
+}
+
+// ---------------------------------------------------------------------------------------------
+// trace locality, trace fit
+
+fn block_json(index: usize, b: &crate::locality::Block) -> Value {
+    let bins: Vec<Value> = b
+        .bins
+        .iter()
+        .map(|x| json!({"reuse": x.label(), "lo": x.lo, "hi": x.hi, "rows": x.rows, "lookups": x.lookups}))
+        .collect();
+    json!({
+        "block": index, "name": b.name, "line": b.line,
+        "batches": b.batches, "batch_size": b.batch_size, "tables": b.tables,
+        "lookups": b.indices, "unique_rows": b.unique_rows, "unique_fraction": b.unique_fraction(),
+        "avg_reuse": b.avg_reuse,
+        "lookups_per_table": b.lookups_per_table(),
+        "unique_rows_per_table": b.tables.filter(|&t| t > 0).map(|t| b.unique_rows / t),
+        "reuse_histogram": bins,
+    })
+}
+
+fn pick_block<'a>(
+    blocks: &'a [crate::locality::Block],
+    n: usize,
+    file: &Path,
+) -> Result<&'a crate::locality::Block, TraceCmdError> {
+    blocks.get(n).ok_or_else(|| {
+        usage(format!(
+            "--block {n}: {} has {} blocks (0 to {})",
+            file.display(),
+            blocks.len(),
+            blocks.len() - 1
+        ))
+    })
+}
+
+fn locality_cmd(a: &LocalityArgs) -> Result<String, TraceCmdError> {
+    let blocks = crate::locality::read(&a.file)?;
+    let chosen: Vec<(usize, &crate::locality::Block)> = match a.block {
+        Some(n) => vec![(n, pick_block(&blocks, n, &a.file)?)],
+        None => blocks.iter().enumerate().collect(),
+    };
+    if a.json {
+        let v = json!({
+            "file": a.file.display().to_string(),
+            "blocks_in_file": blocks.len(),
+            "blocks": chosen.iter().map(|&(i, b)| block_json(i, b)).collect::<Vec<_>>(),
+        });
+        return Ok(format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default()));
+    }
+    let mut s = format!(
+        "{}: {} blocks (reuse of a row: its lookups in the batch; shares of the unique rows and of the lookups)\n",
+        a.file.display(),
+        blocks.len()
+    );
+    for (i, b) in chosen {
+        s += &format!(
+            "\nblock {i}: {} (line {}): {} batch(es) of {} samples{}\n",
+            b.name,
+            b.line,
+            b.batches,
+            b.batch_size,
+            b.tables.map_or(String::new(), |t| format!(", {t} tables"))
+        );
+        s += &format!(
+            "  lookups {}, unique rows {}, unique/lookups {:.4}, average reuse {} (file) {:.2} (lookups / unique rows)\n",
+            b.indices,
+            b.unique_rows,
+            b.unique_fraction(),
+            b.avg_reuse,
+            if b.unique_rows == 0 { 0.0 } else { b.indices as f64 / b.unique_rows as f64 }
+        );
+        if let (Some(t), Some(l)) = (b.tables.filter(|&t| t > 0), b.lookups_per_table()) {
+            s += &format!("  per table (mean): {l} lookups, {} unique rows\n", b.unique_rows / t);
+        }
+        s += "  reuse          rows  lookups\n";
+        for x in &b.bins {
+            s += &format!("  {:<11} {:>7.3} {:>8.3}\n", x.label(), x.rows, x.lookups);
+        }
+    }
+    Ok(s)
+}
+
+fn fit_cmd(a: &FitArgs) -> Result<String, TraceCmdError> {
+    use crate::locality::{FitOptions, fit_zipf};
+    let blocks = crate::locality::read(&a.locality)?;
+    let b = pick_block(&blocks, a.block, &a.locality)?;
+    let (lookups, how) = match (a.lookups, b.lookups_per_table()) {
+        (Some(l), _) => (l, "given by --lookups".to_string()),
+        (None, Some(l)) => {
+            (l, format!("the block's lookups per table, {} / {}", b.indices, b.tables.unwrap_or(1)))
+        }
+        (None, None) => {
+            return Err(usage(format!(
+                "{}: the name gives no table count (`_t<N>_`): give --lookups",
+                b.name
+            )));
+        }
+    };
+    const MAX_LOOKUPS: u64 = 100_000_000;
+    if a.rows == 0 || lookups == 0 || lookups > MAX_LOOKUPS {
+        return Err(usage(format!(
+            "--rows {} and lookups {lookups}: both must be at least 1, and lookups at most {MAX_LOOKUPS}",
+            a.rows
+        )));
+    }
+    let ok = |x: f64| x.is_finite() && x > 0.0;
+    if !(ok(a.min_alpha) && ok(a.max_alpha) && a.min_alpha < a.max_alpha) || a.grid < 2 {
+        return Err(usage(format!(
+            "--min-alpha {} and --max-alpha {}: positive, min below max; --grid {} at least 2",
+            a.min_alpha, a.max_alpha, a.grid
+        )));
+    }
+    let o = FitOptions {
+        rows: a.rows,
+        lookups,
+        seed: a.seed,
+        min_alpha: a.min_alpha,
+        max_alpha: a.max_alpha,
+        grid: a.grid,
+    };
+    let f = fit_zipf(b, &o);
+    let reproduce = format!(
+        "dae-sim trace gen --tables 1 --rows {} --batch {lookups} --bag-size 1 --distribution zipf --alpha {:.3} --seed {}",
+        a.rows, f.alpha, a.seed
+    );
+    if a.json {
+        let bins: Vec<Value> = b
+            .bins
+            .iter()
+            .zip(&f.reuse.bins)
+            .map(|(x, &(rows, lk))| {
+                json!({"reuse": x.label(), "rows": {"meta": x.rows, "zipf": rows}, "lookups": {"meta": x.lookups, "zipf": lk}})
+            })
+            .collect();
+        let v = json!({
+            "file": a.locality.display().to_string(), "block": a.block, "name": b.name,
+            "rows": a.rows, "lookups": lookups, "lookups_from": how, "seed": a.seed,
+            "alpha": f.alpha, "distance": f.distance,
+            "unique_fraction": {"meta": b.unique_fraction(), "zipf": f.reuse.unique_fraction()},
+            "reuse_histogram": bins,
+            "evaluations": f.evaluations.iter().map(|&(x, d)| json!([x, d])).collect::<Vec<_>>(),
+            "reproduce": reproduce,
+        });
+        return Ok(format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default()));
+    }
+    let mut s = format!("{} block {}: {} (line {})\n", a.locality.display(), a.block, b.name, b.line);
+    s += &format!(
+        "one Zipf table of {} rows, {lookups} lookups ({how}), seed {}; {} evaluations over alpha {} to {}\n",
+        a.rows,
+        a.seed,
+        f.evaluations.len(),
+        a.min_alpha,
+        a.max_alpha
+    );
+    s += &format!(
+        "fitted alpha {:.3}, distance {:.4} (L1 of the rows' shares + L1 of the lookups' shares, 0 to 4)\n",
+        f.alpha, f.distance
+    );
+    s += &format!(
+        "unique/lookups: meta {:.4}, zipf {:.4}\n\n{:<11} {:>10} {:>6} {:>15} {:>6}\n",
+        b.unique_fraction(),
+        f.reuse.unique_fraction(),
+        "reuse",
+        "rows: meta",
+        "zipf",
+        "lookups: meta",
+        "zipf"
+    );
+    for (x, &(rows, lk)) in b.bins.iter().zip(&f.reuse.bins) {
+        s += &format!("{:<11} {:>10.3} {:>6.3} {:>15.3} {:>6.3}\n", x.label(), x.rows, rows, x.lookups, lk);
+    }
+    s += &format!("\nthe fitted trace: {reproduce}\n");
+    Ok(s)
 }

@@ -844,6 +844,47 @@ fn bad_trace_gen_options_name_the_option_and_the_value() {
     }
 }
 
+/// A bad locality-statistics file (`trace locality`, `trace fit`) names the file and the line;
+/// bad `trace fit` options name the option.
+#[test]
+fn bad_locality_stats_name_the_file_and_line() {
+    let dir = temp_dir("locality-bad");
+    let good = "x_t2.pt\nLocality stats after processing 1 batches of size 4\nAvg # of indices: 100\n\
+                Avg # of unique cols: 50\nAvg col size: 2.0\nHistogram of col sizes:\n(0, 1]: 1.000\n(1+: 0.000\n\
+                [0, 1]\n['0.000', '1.000', '1.000']\nRatio of index distribution at different column sizes:\n\
+                (0, 1]: 1.000\n(1+: 0.000\n[0, 1]\n['0.000', '1.000', '1.000']\n";
+    std::fs::write(dir.join("good.txt"), good).unwrap();
+    for (name, from, to, want) in [
+        (
+            "cols.txt",
+            "unique cols: 50",
+            "unique cols: fifty",
+            "cols.txt:4: `fifty` after `Avg # of unique cols:`",
+        ),
+        (
+            "bin.txt",
+            "(1+: 0.000\n[",
+            "(2+: 0.000\n[",
+            "bin.txt:8: expected the bin `(1, 2]: SHARE` or `(1+: SHARE`",
+        ),
+        ("edges.txt", "[0, 1]", "[0, 2]", "edges.txt:9: expected the bin edges [0, 1]"),
+    ] {
+        std::fs::write(dir.join(name), good.replacen(from, to, 1)).unwrap();
+        says(&fails(&dir, &["trace", "locality", name]), &[want]);
+        says(&fails(&dir, &["trace", "fit", "--locality", name, "--rows", "10"]), &[want]);
+    }
+    says(&fails(&dir, &["trace", "locality", "absent.txt"]), &["absent.txt: "]);
+    for (args, want) in [
+        (vec!["--block", "3"], "--block 3: good.txt has 1 blocks (0 to 0)"),
+        (vec!["--min-alpha", "2", "--max-alpha", "1"], "--min-alpha 2 and --max-alpha 1"),
+        (vec!["--lookups", "0"], "lookups 0: both must be at least 1"),
+    ] {
+        let mut all = vec!["trace", "fit", "--locality", "good.txt", "--rows", "10"];
+        all.extend(args);
+        says(&fails(&dir, &all), &[want]);
+    }
+}
+
 /// Bad dictionaries and named triples: a name missing from a dictionary, a duplicate or
 /// out-of-range id, a dictionary larger than the workload's table, dictionaries without the
 /// other or without triples; each an error naming the config file, the key, the data file and

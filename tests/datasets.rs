@@ -2,7 +2,8 @@
 //! sizes), the Cora citation graph, FB15k-237's triples and Criteo's click logs read from
 //! `traces/` (and, from `../shared/datasets` when it is there, FB15k-237's named triples and
 //! SNAP's email-Enron and gzip-compressed soc-Slashdot0902 graphs); their simulated outputs
-//! equal the reference. (Bad data files: `bad_input.rs`.)
+//! equal the reference. Meta's locality statistics (`../shared/datasets`, when there) parse,
+//! with the figures of the file's text. (Bad data files: `bad_input.rs`.)
 
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
@@ -288,4 +289,55 @@ fn the_snap_graph_workloads_run_verified() {
         assert_eq!((inst.offsets.len(), inst.indices.len()), (129, batch_edges), "{name}");
     }
     runs_verified(&cfg, &dir, &["gnn-enron", "gnn-slashdot"]);
+}
+
+/// Meta's two `locality_stats.txt` files parse: 17 blocks in 2021 and 16 in 2022, with the
+/// figures of the text; `trace locality` prints them.
+#[test]
+fn meta_locality_stats_parse() {
+    let Some(dir) = shared("dlrm-locality-stats") else { return };
+    let y2021 = dae_sim::locality::read(&dir.join("2021/locality_stats.txt")).unwrap();
+    let y2022 = dae_sim::locality::read(&dir.join("2022/locality_stats.txt")).unwrap();
+    assert_eq!((y2021.len(), y2022.len()), (17, 16));
+    // 2021, the first block (lines 1-45): fbgemm_t856_bs65536.pt.
+    let b = &y2021[0];
+    assert_eq!(
+        (b.name.as_str(), b.line, b.batches, b.batch_size, b.tables),
+        ("fbgemm_t856_bs65536.pt", 1, 1, 65536, Some(856))
+    );
+    assert_eq!((b.indices, b.unique_rows, b.avg_reuse), (887_017_990, 128_435_723, 6.9));
+    assert_eq!(b.bins.len(), 17);
+    assert_eq!((b.bins[0].label(), b.bins[0].rows, b.bins[0].lookups), ("1".to_string(), 0.473, 0.069));
+    assert_eq!((b.bins[2].label(), b.bins[2].rows, b.bins[2].lookups), ("3-4".to_string(), 0.139, 0.068));
+    assert_eq!((b.bins[16].label(), b.bins[16].hi, b.bins[16].lookups), ("32769+".to_string(), None, 0.019));
+    // 2021 block 1 (line 47): fbgemm_t856_bs65536_0.pt.
+    assert_eq!(
+        (y2021[1].name.as_str(), y2021[1].line, y2021[1].indices),
+        ("fbgemm_t856_bs65536_0.pt", 47, 468_084_223)
+    );
+    // 2022, the last block (line 691): fbgemm_t788_bs131072_15.pt, 1,405,354,672 indices.
+    let b = &y2022[15];
+    assert_eq!(
+        (b.name.as_str(), b.line, b.batch_size, b.tables),
+        ("fbgemm_t788_bs131072_15.pt", 691, 131072, Some(788))
+    );
+    assert_eq!((b.indices, b.unique_rows, b.avg_reuse), (1_405_354_672, 110_263_419, 12.7));
+    assert_eq!(y2022[0].bins[0].rows, 0.342);
+    assert_eq!(y2022[0].bins[16].lookups, 0.076);
+    // Every block's shares add up to 1 within the file's rounding.
+    for b in y2021.iter().chain(&y2022) {
+        let (r, l): (f64, f64) =
+            (b.bins.iter().map(|x| x.rows).sum(), b.bins.iter().map(|x| x.lookups).sum());
+        assert!((r - 1.0).abs() < 0.01 && (l - 1.0).abs() < 0.01, "{}: {r} {l}", b.name);
+    }
+    let f = dir.join("2022/locality_stats.txt");
+    let o = dae_sim(&["trace", "locality", f.to_str().unwrap(), "--block", "0"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("16 blocks")
+            && text.contains("lookups 1405163864, unique rows 110259238, unique/lookups 0.0785")
+            && text.contains("32769+        0.000    0.076"),
+        "{text}"
+    );
 }

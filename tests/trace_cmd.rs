@@ -1,6 +1,6 @@
 //! `dae-sim trace gen` and `dae-sim trace info`: deterministic, shaped as asked (skew, dedup,
-//! sorted bags, inter-batch reuse), and info's figures equal ones computed by hand. (Bad options
-//! and files: `bad_input.rs`.)
+//! sorted bags, inter-batch reuse), and info's figures equal ones computed by hand; `trace fit`'s
+//! fitted trace is the one `trace gen` writes. (Bad options and files: `bad_input.rs`.)
 
 use compiler::trace::{Header, IndexDtype, TraceReader, TraceWriter};
 use std::collections::{HashMap, HashSet};
@@ -163,7 +163,8 @@ fn info_figures_equal_those_computed_by_hand() {
             )
         })
         .collect();
-    assert_eq!(hist, [("1".to_string(), 3, 3), ("2-3".to_string(), 1, 2), ("4-7".to_string(), 1, 4)]);
+    // Meta's bins: 1, 2, 3-4, ...
+    assert_eq!(hist, [("1".to_string(), 3, 3), ("2".to_string(), 1, 2), ("3-4".to_string(), 1, 4)]);
     // 5 rows of 16 f16 values.
     assert_eq!(v["working_set"]["bytes"], 5 * 32);
     let text = trace(&["info", p.to_str().unwrap()]);
@@ -471,4 +472,59 @@ fn criteo_slice_info_matches_the_raw_records() {
     let s: serde_json::Value =
         serde_json::from_str(&trace(&["info", small.to_str().unwrap(), "--json"])).unwrap();
     assert!(s["unique_rows"].as_u64().unwrap() < 7_639, "{}", s["unique_rows"]);
+}
+
+/// `trace fit` on a small locality file: the figures it prints for the fitted alpha are those
+/// `trace info` gives on the trace its `trace gen` line writes.
+#[test]
+fn fit_figures_are_those_of_the_generated_trace() {
+    let dir = temp_dir("trace-fit");
+    // Half the rows looked up once, 30 % twice, 20 % three times or more.
+    let stats = dir.join("stats.txt");
+    std::fs::write(
+        &stats,
+        "tiny_t4_bs8.pt\nLocality stats after processing 1 batches of size 8\nAvg # of indices: 8000\n\
+         Avg # of unique cols: 4000\nAvg col size: 2.0\nHistogram of col sizes:\n(0, 1]: 0.500\n(1, 2]: 0.300\n\
+         (2+: 0.200\n[0, 1, 2]\n['0.000', '0.500', '0.800', '1.000']\n\
+         Ratio of index distribution at different column sizes:\n(0, 1]: 0.250\n(1, 2]: 0.300\n(2+: 0.450\n\
+         [0, 1, 2]\n['0.000', '0.250', '0.550', '1.000']\n",
+    )
+    .unwrap();
+    let s = stats.to_str().unwrap();
+    let out = trace(&["fit", "--locality", s, "--rows", "5000", "--grid", "7", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // 8000 indices / 4 tables.
+    assert_eq!((v["lookups"].as_u64(), v["rows"].as_u64()), (Some(2000), Some(5000)));
+    let alpha = v["alpha"].as_f64().unwrap();
+    assert!((0.5..=2.0).contains(&alpha), "{alpha}");
+    assert_eq!(
+        out,
+        trace(&["fit", "--locality", s, "--rows", "5000", "--grid", "7", "--json"]),
+        "deterministic"
+    );
+    let p = dir.join("fitted.daeidx");
+    let mut args: Vec<String> =
+        v["reproduce"].as_str().unwrap().split_whitespace().skip(2).map(String::from).collect();
+    args.extend(["--out".into(), p.to_str().unwrap().into()]);
+    trace(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let info: serde_json::Value =
+        serde_json::from_str(&trace(&["info", p.to_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(info["lookups"], 2000);
+    assert!(
+        (info["unique_fraction"].as_f64().unwrap() - v["unique_fraction"]["zipf"].as_f64().unwrap()).abs()
+            < 1e-12
+    );
+    // info's bins 1 and 2 are the fit's first two; the fit's last (3+) holds the rest.
+    let h = info["reuse_histogram"].as_array().unwrap();
+    let unique = info["unique_rows"].as_f64().unwrap();
+    let fit = v["reuse_histogram"].as_array().unwrap();
+    for k in 0..2 {
+        assert_eq!(
+            h[k]["rows"].as_f64().unwrap() / unique,
+            fit[k]["rows"]["zipf"].as_f64().unwrap(),
+            "bin {k}"
+        );
+    }
+    let text = trace(&["fit", "--locality", s, "--rows", "5000", "--grid", "7"]);
+    assert!(text.contains("fitted alpha") && text.contains("8000 / 4"), "{text}");
 }
