@@ -552,8 +552,13 @@ fn read_daeidx(
     }
     let batch = compiler::trace::read_all(&path, 0, Some(spec.rows)).map_err(err)?;
     // Offsets are at most the file's length and row ids below the workload's 32-bit rows.
-    let signed = |v: Vec<u64>| v.into_iter().map(|x| i64::try_from(x).unwrap_or(i64::MAX)).collect();
-    Ok((signed(batch.offsets), signed(batch.indices)))
+    Ok((signed(&batch.offsets), signed(&batch.indices)))
+}
+
+/// A trace's offsets or row ids as the signed values [`EmbeddingBagInstance::from_trace`]
+/// checks (a value past `i64::MAX`, which no trace can hold below its rows, saturates).
+pub(crate) fn signed(v: &[u64]) -> Vec<i64> {
+    v.iter().map(|&x| i64::try_from(x).unwrap_or(i64::MAX)).collect()
 }
 
 /// Reads the inputs workload `spec` (at config key `key`) takes from files, if any: an index

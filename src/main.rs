@@ -636,27 +636,17 @@ fn bench_stream(
 ) -> Result<()> {
     let path = shipped_config("bench-stream.toml");
     let mut doc = Document::load(&path)?;
-    let per_batch = |doc: &Document| -> Result<u64> {
-        let int = |k: &str| {
-            doc.get(&format!("workload[0].{k}"))
-                .and_then(toml::Value::as_integer)
-                .and_then(|v| u64::try_from(v).ok())
-                .ok_or_else(|| anyhow!("{}: workload[0].{k}: expected a positive integer", path.display()))
-        };
-        Ok(int("tables")? * int("batch")? * int("bag_size")?)
-    };
-    match trace {
-        Some(file) => {
-            let file = file.to_str().ok_or_else(|| anyhow!("{}: not a UTF-8 path", file.display()))?;
-            doc.remove("workload[0].indices");
-            doc.set("workload[0].trace.file", toml::Value::String(file.to_string()))?;
-        }
-        None => {
-            let batches = lookups.div_ceil(per_batch(&doc)?.max(1)).max(1);
-            doc.set("workload[0].batches", toml::Value::Integer(i64::try_from(batches)?))?;
-        }
+    if let Some(file) = trace {
+        let file = file.to_str().ok_or_else(|| anyhow!("{}: not a UTF-8 path", file.display()))?;
+        doc.remove("workload[0].indices");
+        doc.set("workload[0].trace.file", toml::Value::String(file.to_string()))?;
     }
-    let exp = Experiment::from_document(doc, &path, &Overrides::default())?;
+    let mut exp = Experiment::from_document(doc, &path, &Overrides::default())?;
+    if trace.is_none() {
+        // Whole batches of the workload's shape, as many as `lookups` needs.
+        let w = &mut exp.file.workload[0];
+        w.batches = lookups.div_ceil(w.lookups().max(1)).max(1);
+    }
     let spec = &exp.file.workload[0];
     let count = spec.batches.max(1);
     let source = trace.map_or_else(|| "generated on the fly".to_string(), |t| t.display().to_string());

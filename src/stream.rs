@@ -87,12 +87,10 @@ impl<'a> Batches<'a> {
                 let Some(batch) = r.next_batch().map_err(|e| e.to_string())? else {
                     return Err(format!("{file}: ends after {b} batches, {} expected", self.count));
                 };
-                let signed =
-                    |v: &[u64]| v.iter().map(|&x| i64::try_from(x).unwrap_or(i64::MAX)).collect::<Vec<_>>();
                 EmbeddingBagInstance::from_trace(
                     self.spec,
-                    &signed(&batch.offsets),
-                    &signed(&batch.indices),
+                    &crate::experiment::signed(&batch.offsets),
+                    &crate::experiment::signed(&batch.indices),
                     &self.seeds,
                 )
                 .map_err(|e| format!("{file}: batch {b}: {e}"))?
@@ -124,7 +122,8 @@ struct Running {
     host_seconds: f64,
 }
 
-/// Adds run `next` (batch `b`) to `total`.
+/// Adds run `next` (batch `b`) to `total` (errors say what failed; the caller names the
+/// batch).
 fn absorb_run(total: &mut RunResult, next: RunResult, b: u64) -> Result<(), String> {
     total.breakdown.absorb(total.sim_time as f64, &next.breakdown, next.sim_time as f64);
     total.sim_time += next.sim_time;
@@ -135,11 +134,8 @@ fn absorb_run(total: &mut RunResult, next: RunResult, b: u64) -> Result<(), Stri
     total.instructions += next.instructions;
     total.au_requests += next.au_requests;
     total.events += next.events;
-    total
-        .lookup_latency
-        .add(&next.lookup_latency)
-        .map_err(|e| format!("batch {b}: merging latencies: {e:?}"))?;
-    total.stats.absorb(&next.stats).map_err(|e| format!("batch {b}: merging statistics: {e}"))?;
+    total.lookup_latency.add(&next.lookup_latency).map_err(|e| format!("merging latencies: {e:?}"))?;
+    total.stats.absorb(&next.stats).map_err(|e| format!("merging statistics: {e}"))?;
     total.activity.absorb(&next.activity);
     if total.verified.is_ok() {
         total.verified = next.verified.map_err(|e| format!("batch {b}: {e}"));
@@ -149,13 +145,13 @@ fn absorb_run(total: &mut RunResult, next: RunResult, b: u64) -> Result<(), Stri
     Ok(())
 }
 
-/// Adds a GPU's figures for batch `b` to `total`.
+/// Adds a GPU's figures for the next batch to `total` (errors say what failed; the caller
+/// names the batch).
 fn absorb_gpu(
     total: &mut Measured,
     hist: &mut Option<Histogram<u64>>,
     next: Measured,
     next_hist: Option<Histogram<u64>>,
-    b: u64,
 ) -> Result<(), String> {
     total.time += next.time;
     total.lookups += next.lookups;
@@ -169,7 +165,7 @@ fn absorb_gpu(
         e.absorb(n);
     }
     if let (Some(h), Some(n)) = (hist.as_mut(), next_hist.as_ref()) {
-        h.add(n).map_err(|e| format!("batch {b}: merging latencies: {e:?}"))?;
+        h.add(n).map_err(|e| format!("merging latencies: {e:?}"))?;
         total.latency = (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean());
     }
     Ok(())
@@ -217,7 +213,7 @@ impl Running {
         }
         let merged = step.and_then(|step| match (&mut self.sums, step) {
             (Sums::Dae(total), Step::Dae(next)) => absorb_run(total, *next, b),
-            (Sums::Gpu(total, hist), Step::Gpu(next, h)) => absorb_gpu(total, hist, *next, h, b),
+            (Sums::Gpu(total, hist), Step::Gpu(next, h)) => absorb_gpu(total, hist, *next, h),
             (Sums::Empty, Step::Dae(next)) => {
                 self.sums = Sums::Dae(next);
                 Ok(())
@@ -229,7 +225,7 @@ impl Running {
             _ => Err("a system changed kind between batches".to_string()),
         });
         if let Err(e) = merged {
-            self.error = Some(if e.starts_with("batch ") { e } else { format!("batch {b}: {e}") });
+            self.error = Some(format!("batch {b}: {e}"));
         }
     }
 }
