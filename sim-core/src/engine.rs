@@ -10,12 +10,11 @@
 //! gets static dispatch on the hot path; `Box<dyn Component<Msg = M>>` also works where
 //! flexibility matters more than a few nanoseconds per event.
 
+use crate::event_queue::EventQueue;
 use crate::link::{LinkError, LinkId, LinkReport, LinkSpec, LinkState};
 use crate::stats::Stats;
 use crate::time::Tick;
 use crate::watchdog::{BlockedComponent, StallError, StallReport, WatchdogConfig};
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
 use thiserror::Error;
 
 /// Index of a component in its engine.
@@ -94,62 +93,10 @@ impl<M> Component for Box<dyn Component<Msg = M>> {
     }
 }
 
-/// A pending wake-up, ordered by (tick, priority, insertion sequence); priority and sequence
-/// share one word so the heap compares two integers.
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    tick: Tick,
-    /// Priority in the top 8 bits, insertion sequence below (2^56 events is beyond any run).
-    order: u64,
-    target: ComponentId,
-    why: Wake,
-}
-
-const SEQ_BITS: u32 = 56;
-
-impl Event {
-    #[inline]
-    fn new(tick: Tick, priority: Priority, seq: u64, target: ComponentId, why: Wake) -> Self {
-        let order = (priority.0 as u64) << SEQ_BITS | (seq & ((1 << SEQ_BITS) - 1));
-        Self { tick, order, target, why }
-    }
-
-    #[inline]
-    fn key(&self) -> (Tick, u64) {
-        (self.tick, self.order)
-    }
-
-    #[inline]
-    fn tick(&self) -> Tick {
-        self.tick
-    }
-}
-
-impl PartialEq for Event {
-    #[inline]
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Event {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
-}
-
 /// Engine state that components reach through [`Ctx`]: time, the event queue, links, stats.
 pub struct Kernel<M> {
     now: Tick,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Event>>,
+    queue: EventQueue,
     links: Vec<LinkState<M>>,
     stats: Stats,
     events: u64,
@@ -159,9 +106,7 @@ pub struct Kernel<M> {
 impl<M> Kernel<M> {
     #[inline]
     fn push(&mut self, tick: Tick, priority: Priority, target: ComponentId, why: Wake) {
-        let seq = self.seq;
-        self.seq += 1;
-        self.queue.push(Reverse(Event::new(tick, priority, seq, target, why)));
+        self.queue.push(tick, priority, target, why);
     }
 }
 
@@ -262,6 +207,15 @@ impl<M> Ctx<'_, M> {
         }
     }
 
+    /// The `n`-th message queued on input `link` (0: the oldest), whether or not it has arrived
+    /// yet. Only for host-side hints such as prefetching a table the message will index: a
+    /// model must not let it change simulated behaviour, which would let a component see the
+    /// future.
+    #[inline]
+    pub fn peek_queued(&self, link: LinkId, n: usize) -> Option<&M> {
+        self.kernel.links[link.index()].fifo.get(n).map(|(_, m)| m)
+    }
+
     /// Statistics registry (register names at construction; increment by id here).
     #[inline]
     pub fn stats(&mut self) -> &mut Stats {
@@ -327,8 +281,7 @@ impl<C: Component> Engine<C> {
             components: Vec::new(),
             kernel: Kernel {
                 now: 0,
-                seq: 0,
-                queue: BinaryHeap::new(),
+                queue: EventQueue::new(),
                 links: Vec::new(),
                 stats: Stats::new(),
                 events: 0,
@@ -480,8 +433,7 @@ impl<C: Component> Engine<C> {
         }
         let first = self.kernel.events;
         let limit = until.unwrap_or(Tick::MAX);
-        while let Some(Reverse(ev)) = self.kernel.queue.peek().copied() {
-            let tick = ev.tick();
+        while let Some(tick) = self.kernel.queue.next_tick() {
             if tick > limit {
                 return Ok(RunSummary {
                     end_tick: self.kernel.now,
@@ -489,12 +441,12 @@ impl<C: Component> Engine<C> {
                     hit_limit: true,
                 });
             }
-            self.kernel.queue.pop();
+            let Some((_, target, why)) = self.kernel.queue.pop() else { break };
             self.kernel.now = tick;
             self.kernel.events += 1;
-            if let Some(c) = self.components[ev.target.index()].as_mut() {
-                let mut ctx = Ctx { kernel: &mut self.kernel, me: ev.target };
-                c.wake(ev.why, &mut ctx);
+            if let Some(c) = self.components[target.index()].as_mut() {
+                let mut ctx = Ctx { kernel: &mut self.kernel, me: target };
+                c.wake(why, &mut ctx);
             }
             if let Some(window) = self.watchdog.livelock_window
                 && self.kernel.now.saturating_sub(self.kernel.last_progress) > window

@@ -12,6 +12,8 @@
 
 pub mod bench;
 pub mod engine;
+mod event_queue;
+pub mod host;
 pub mod link;
 pub mod message;
 pub mod procedural;

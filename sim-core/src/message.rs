@@ -12,6 +12,11 @@ pub trait Carries<T>: Sized {
     fn wrap(value: T) -> Self;
     /// Unwraps a `T`, or gives the message back if it carries something else.
     fn unwrap_as(self) -> Result<T, Self>;
+    /// The `T` it carries, by reference, where it holds one as such (`None` by default: for a
+    /// message that converts on unwrapping, or carries something else).
+    fn view(&self) -> Option<&T> {
+        None
+    }
 }
 
 /// Implements [`Carries`] for each `Variant(Type)` of a message enum:
@@ -29,6 +34,13 @@ macro_rules! carries {
                         $msg::$variant(value) => Ok(value),
                         #[allow(unreachable_patterns)]
                         other => Err(other),
+                    }
+                }
+                fn view(&self) -> Option<&$ty> {
+                    match self {
+                        $msg::$variant(value) => Some(value),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
                     }
                 }
             }

@@ -100,6 +100,12 @@ impl TagArray {
         &mut self.slots[set * self.ways + way]
     }
 
+    /// Host hint: a lookup in `set` is coming (see [`sim_core::host::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, set: usize) {
+        super::replacement::prefetch_span(&self.slots, set * self.ways, self.ways);
+    }
+
     /// The way of `set` holding `line`, if any.
     #[inline]
     pub fn find(&self, set: usize, line: u64) -> Option<usize> {

@@ -388,6 +388,11 @@ pub(crate) struct Controller {
     under: Vec<[Banks; NUM_LEVELS]>,
     /// Candidates per bus: `bus[COL]`, `bus[ROW]`.
     bus: [Bus; 2],
+    /// Banks with an open row (the mirror of `Bank::open`), and banks with queued bursts in
+    /// either direction: a refresh looks at just these rather than at every bank of its unit,
+    /// whose state an idle controller no longer has in the host's cache.
+    open_banks: Banks,
+    queued_banks: Banks,
     /// The command of each lane in the current mode.
     lane_cmd: [Command; LANES],
     /// Timing wheel: per slot, per kind, the banks to look at again at that cycle.
@@ -405,7 +410,6 @@ pub(crate) struct Controller {
     scheduler: Scheduler,
     cap_hits: u32,
     page: PagePolicy,
-    refresh_level: Level,
     pub(crate) refresh: Refresh,
 }
 
@@ -486,6 +490,8 @@ impl Controller {
             lane_reach,
             under,
             bus: [Bus::new(n as usize, true), Bus::new(n as usize, false)],
+            open_banks: Banks::NONE,
+            queued_banks: Banks::NONE,
             lane_cmd: Controller::lanes(false),
             wheel: vec![[Banks::NONE; 2]; WHEEL as usize],
             occupied: [0; LANES],
@@ -499,7 +505,6 @@ impl Controller {
             scheduler: c.scheduler,
             cap_hits: c.row_hit_cap,
             page: c.page_policy,
-            refresh_level: c.refresh_level,
             refresh: Refresh::new(
                 c.refresh,
                 c.refresh_level,
@@ -609,6 +614,7 @@ impl Controller {
         };
         if b.tail[d] == NIL {
             b.head[d] = i;
+            self.queued_banks.set(bank as usize);
         } else {
             self.entries[b.tail[d] as usize].next = i;
         }
@@ -642,7 +648,7 @@ impl Controller {
                     self.refresh.mark_due(due);
                 }
                 let since = self.refresh.units[u].since;
-                let (cmd, b) = self.refresh_need(dev, u);
+                let (cmd, b) = self.refresh_need(u);
                 let at = since.max(dev.earliest_on(self.ch, cmd, &self.paths[b as usize]));
                 if at > cycle {
                     break;
@@ -653,11 +659,11 @@ impl Controller {
         }
     }
 
-    fn refresh_need(&self, dev: &Device, u: usize) -> (Command, u16) {
-        let first = self.refresh.units[u].first_bank;
-        let any_open = dev.any_open(self.ch, self.refresh_level, &self.paths[first as usize]);
-        self.refresh
-            .needed(u, any_open, |b| dev.row_of(self.ch, self.paths[b as usize].at(Level::Bank)) != CLOSED)
+    fn refresh_need(&self, u: usize) -> (Command, u16) {
+        // The mirror of the device's row state: exact, and already in the host's cache.
+        let open = self.open_banks;
+        let any_open = !(Banks::from_u128(self.refresh.units[u].banks) & open).is_empty();
+        self.refresh.needed(u, any_open, |b| open.has(b as usize))
     }
 
     fn issue_refresh(&mut self, dev: &mut Device, u: usize, cmd: Command, b: u16, at: u64, out: &mut RunOut) {
@@ -676,12 +682,15 @@ impl Controller {
         });
         self.refresh.issued(u, cmd);
         self.recheck(dev, cmd, b as usize, at);
-        // Closing rows changes the banks' candidates.
-        for b in Banks::from_u128(self.refresh.units[u].banks).iter() {
+        // Closing rows changes the banks' candidates; a bank with nothing queued has none.
+        let unit = Banks::from_u128(self.refresh.units[u].banks);
+        for b in (unit & self.open_banks).iter() {
             let open = dev.row_of(self.ch, self.paths[b].at(Level::Bank));
             if open != self.banks[b].open {
                 self.set_open(b, open);
             }
+        }
+        for b in (unit & self.queued_banks).iter() {
             self.update_bank(dev, b, at);
         }
     }
@@ -748,6 +757,7 @@ impl Controller {
 
     /// Sets bank `b`'s open row (`CLOSED`: none) and its lists' hit counts.
     fn set_open(&mut self, b: usize, open: u32) {
+        self.open_banks.put(b, open != CLOSED);
         let bank = &mut self.banks[b];
         bank.open = open;
         bank.hits = [0; 2];
@@ -1053,6 +1063,9 @@ impl Controller {
                     }
                     if bank.head[d] == NIL {
                         bank.tail[d] = NIL;
+                        if bank.head[1 - d] == NIL {
+                            self.queued_banks.unset(b);
+                        }
                     }
                     self.free.push(i);
                 }
@@ -1151,7 +1164,7 @@ impl Controller {
                 if !self.refresh.units[u].pending {
                     break;
                 }
-                let (cmd, b) = self.refresh_need(dev, u);
+                let (cmd, b) = self.refresh_need(u);
                 let at = dev.earliest_on(self.ch, cmd, &self.paths[b as usize]);
                 if at > cycle {
                     next = next.min(at);

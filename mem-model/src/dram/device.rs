@@ -276,12 +276,6 @@ impl Device {
         self.channels[ch].open_row[bank]
     }
 
-    /// Whether any bank of the `scope` node on `path` is open.
-    pub(crate) fn any_open(&self, ch: usize, scope: Level, path: &NodePath) -> bool {
-        let range = self.subtree(Level::Bank, scope, path);
-        self.channels[ch].open_row[range].iter().any(|r| *r != CLOSED)
-    }
-
     /// Records `cmd` issued at `cycle` on `path` of channel `ch`, opening `row` for ACT.
     /// The caller has checked legality.
     pub(crate) fn issue_at(&mut self, ch: usize, cmd: Command, path: &NodePath, row: u32, cycle: u64) {
