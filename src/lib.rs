@@ -8,6 +8,7 @@
 //! statistics and the Zipf fit to them ([`locality`]) and the `trace gen` / `trace info` /
 //! `trace criteo` / `trace locality` / `trace fit` commands ([`trace_cmd`]). The hardware models
 //! live in the workspace crates below it.
+#![warn(missing_docs)]
 
 pub mod breakdown;
 pub mod config;

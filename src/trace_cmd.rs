@@ -115,8 +115,8 @@ pub struct FitArgs {
     /// Rows of the generated table.
     #[arg(long, value_name = "R")]
     pub rows: u64,
-    /// Lookups generated per evaluation [default: the block's lookups per table, from the
-    /// `_t<N>_` of its name].
+    /// Lookups generated per evaluation (default: the block's lookups per table, from the
+    /// `_t<N>_` of its name).
     #[arg(long, value_name = "L")]
     pub lookups: Option<u64>,
     /// Seed of the draws (the same draws for every alpha).

@@ -15,7 +15,8 @@
 //! leave in program order into the output queue: control and data FIFOs in chunks, written into
 //! the core's private L2 and handed to the core a chunk at a time, double-buffered so the unit
 //! fills one chunk while the core drains the other. A full queue stops the unit: that
-//! back-pressure is what couples access and execute. [`unit`] documents the timing rules.
+//! back-pressure is what couples access and execute. [`unit`](mod@unit) documents the timing rules.
+#![warn(missing_docs)]
 
 pub mod isa;
 pub mod outq;

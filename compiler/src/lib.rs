@@ -18,6 +18,7 @@
 //! level onto a core that runs alone, in the text forms of the two ISAs. The IR levels and
 //! passes follow the Ember paper and its public compiler (REFERENCE.md section 1). The compiler
 //! knows nothing of timing.
+#![warn(missing_docs)]
 
 pub mod codegen;
 pub mod dense;

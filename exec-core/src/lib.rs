@@ -35,6 +35,7 @@
 //!
 //! Modules: [`isa`] (instructions and programs), [`text`] (their text form), [`queue`] (the
 //! access unit's output-queue entries) and [`core`] (the timing component).
+#![warn(missing_docs)]
 
 pub mod core;
 pub mod isa;

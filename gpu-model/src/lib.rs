@@ -18,6 +18,7 @@
 //! rows of that size (REFERENCE.md section 3's placeholders), plus launch and tail; the loaded
 //! latency follows Little's law. Reports show it beside the simulation and warn when the two
 //! differ by more than 25%. [`power`] turns either's activity into energy.
+#![warn(missing_docs)]
 
 pub mod analytic;
 pub mod calibration;

@@ -10,6 +10,7 @@
 //! peak and a loaded latency in the 365-630 ns range measured on H100s (REFERENCE.md section 3).
 //! Caches and the bank-level HBM model replace it in later work without changing the request
 //! interface.
+#![warn(missing_docs)]
 
 pub mod cache;
 pub mod dram;

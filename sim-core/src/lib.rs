@@ -9,6 +9,7 @@
 //! hierarchically; randomness comes from per-component PCG streams derived from a master seed
 //! and the component's name; a watchdog turns deadlock and livelock into a report instead of a
 //! hang; configuration values carry units ("3GHz", "64KiB", "6400MT/s", "350ns").
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod engine;
