@@ -447,15 +447,25 @@ fn load_hand_families(
     Ok(())
 }
 
+/// Where a workload's `.daeidx` trace is and how many batches it holds (read once, with its
+/// first batch, when the config is loaded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceSource {
+    /// The file, resolved against the config file that names it.
+    pub path: PathBuf,
+    /// Its batches.
+    pub batches: u64,
+}
+
 /// Reads the index trace of `spec` (the workload at config key `key`), if it names one: its
-/// `.npy` files relative to the file that names them, checked against the workload. Errors
-/// name the file and key.
+/// `.npy` files relative to the file that names them, checked against the workload; with the
+/// `.daeidx` file it came from, if it did. Errors name the file and key.
 pub fn read_trace(
     doc: &Document,
     key: &str,
     spec: &WorkloadSpec,
     seeds: &SeedTree,
-) -> Result<Option<EmbeddingBagInstance>, ConfigError> {
+) -> Result<Option<(EmbeddingBagInstance, Option<TraceSource>)>, ConfigError> {
     let Some(t) = &spec.trace else { return Ok(None) };
     let prefix = if key.is_empty() { String::new() } else { format!("{key}.") };
     let path = |field: &str, file: &str| relative_to(doc, &format!("{prefix}trace.{field}"), file);
@@ -464,6 +474,7 @@ pub fn read_trace(
             .map_err(|e| doc.error_at(&format!("{prefix}trace.{field}"), e.to_string()))
     };
     // The arrays, and the .npy files they came from (which errors in their contents name).
+    let mut source = None;
     let (offsets, indices, files) = match t {
         compiler::TraceFiles::Npy { offsets, indices } => {
             let (o, i) = (path("offsets", offsets), path("indices", indices));
@@ -477,11 +488,12 @@ pub fn read_trace(
             (offsets, read("indices", &i)?, Some((l, i)))
         }
         compiler::TraceFiles::Daeidx { file } => {
-            let (o, i) = read_daeidx(doc, &format!("{prefix}trace.file"), file, spec)?;
+            let (o, i, s) = read_daeidx(doc, &format!("{prefix}trace.file"), file, spec)?;
+            source = Some(s);
             (o, i, None)
         }
     };
-    EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds).map(Some).map_err(|e| {
+    let inst = EmbeddingBagInstance::from_trace(spec, &offsets, &indices, seeds).map_err(|e| {
         let lengths = matches!(t, compiler::TraceFiles::NpyLengths { .. });
         let message = match (&files, e.field) {
             (Some((o, _)), "trace.offsets") if lengths => {
@@ -493,7 +505,8 @@ pub fn read_trace(
         };
         let field = if lengths && e.field == "trace.offsets" { "trace.lengths" } else { e.field };
         doc.error_at(&format!("{prefix}{field}"), message)
-    })
+    })?;
+    Ok(Some((inst, source)))
 }
 
 /// CSR offsets of bag `lengths` (0, then their running sums), or why they cannot be: a
@@ -521,11 +534,11 @@ fn read_daeidx(
     at: &str,
     file: &str,
     spec: &WorkloadSpec,
-) -> Result<(Vec<i64>, Vec<i64>), ConfigError> {
+) -> Result<(Vec<i64>, Vec<i64>, TraceSource), ConfigError> {
     let path = relative_to(doc, at, file);
     let err = |e: compiler::trace::TraceError| doc.error_at(at, e.to_string());
     let header = *compiler::trace::TraceReader::open(&path).map_err(err)?.header();
-    let shown = path.display();
+    let shown = path.display().to_string();
     for (what, trace, workload) in [
         ("tables", u64::from(header.tables), u64::from(spec.tables)),
         ("bags per table (batch)", header.batch, u64::from(spec.batch)),
@@ -552,7 +565,8 @@ fn read_daeidx(
     }
     let batch = compiler::trace::read_all(&path, 0, Some(spec.rows)).map_err(err)?;
     // Offsets are at most the file's length and row ids below the workload's 32-bit rows.
-    Ok((signed(&batch.offsets), signed(&batch.indices)))
+    let source = TraceSource { path, batches: u64::from(header.batches) };
+    Ok((signed(&batch.offsets), signed(&batch.indices), source))
 }
 
 /// A trace's offsets or row ids as the signed values [`EmbeddingBagInstance::from_trace`]
@@ -562,17 +576,17 @@ pub(crate) fn signed(v: &[u64]) -> Vec<i64> {
 }
 
 /// Reads the inputs workload `spec` (at config key `key`) takes from files, if any: an index
-/// trace ([`read_trace`]) or a knowledge-graph triples file ([`read_triples`]). (A graph file
-/// is read before the spec is resolved: [`read_graph`].)
+/// trace ([`read_trace`], with its `.daeidx` file if it is one) or a knowledge-graph triples
+/// file ([`read_triples`]). (A graph file is read before the spec is resolved: [`read_graph`].)
 pub fn read_inputs(
     doc: &Document,
     key: &str,
     spec: &WorkloadSpec,
     seeds: &SeedTree,
-) -> Result<Option<EmbeddingBagInstance>, ConfigError> {
+) -> Result<Option<(EmbeddingBagInstance, Option<TraceSource>)>, ConfigError> {
     match read_trace(doc, key, spec, seeds)? {
-        Some(inst) => Ok(Some(inst)),
-        None => read_triples(doc, key, spec, seeds),
+        Some(read) => Ok(Some(read)),
+        None => Ok(read_triples(doc, key, spec, seeds)?.map(|inst| (inst, None))),
     }
 }
 
@@ -821,24 +835,20 @@ impl Experiment {
         let mut traces = HashMap::new();
         let mut trace_files = HashMap::new();
         for i in 0..file.workload.len() {
-            if let Some(inst) = read_inputs(&doc, &format!("workload[{i}]"), &file.workload[i], &seeds)? {
+            let mut held = 1;
+            if let Some((inst, source)) =
+                read_inputs(&doc, &format!("workload[{i}]"), &file.workload[i], &seeds)?
+            {
                 if file.workload[i].trace.is_some() {
                     file.workload[i].bag_size = mean_bag(&inst);
+                }
+                if let Some(source) = source {
+                    held = source.batches;
+                    trace_files.insert(file.workload[i].name.clone(), source.path);
                 }
                 traces.insert(file.workload[i].name.clone(), inst);
             }
             let w = &mut file.workload[i];
-            let held = match &w.trace {
-                Some(compiler::TraceFiles::Daeidx { file: f }) => {
-                    let at = format!("workload[{i}].trace.file");
-                    let path = relative_to(&doc, &at, f);
-                    let r = compiler::trace::TraceReader::open(&path)
-                        .map_err(|e| doc.error_at(&at, e.to_string()))?;
-                    trace_files.insert(w.name.clone(), path);
-                    u64::from(r.header().batches)
-                }
-                _ => 1,
-            };
             if w.batches > held && w.trace.is_some() {
                 return Err(doc.error_at(
                     &format!("workload[{i}].batches"),

@@ -373,7 +373,7 @@ fn compile(args: &CompileArgs) -> Result<()> {
     let spec = spec.resolved().map_err(|e| doc.error_at(e.field, e.message.clone()))?;
     let seeds = SeedTree::new(args.seed);
     let inst = match dae_sim::experiment::read_inputs(&doc, "", &spec, &seeds)? {
-        Some(inst) => inst,
+        Some((inst, _)) => inst,
         None => compiler::EmbeddingBagInstance::generate(&spec, &seeds),
     };
     let passes = match &args.passes {

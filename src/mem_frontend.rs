@@ -127,6 +127,13 @@ pub enum MemRunError {
         /// Why.
         reason: String,
     },
+    /// The trace holds no request (only comments and blank lines, or a header and no records):
+    /// almost always the wrong file, so it is not reported as a run of nothing.
+    #[error("{file}: the trace holds no requests")]
+    EmptyTrace {
+        /// The trace file.
+        file: String,
+    },
     /// The simulation stalled.
     #[error("the simulation stalled")]
     Engine(#[from] EngineError),
@@ -566,6 +573,11 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
         return Err(err.clone().into());
     }
     let report = *d.report();
+    if let Traffic::Trace { path, .. } = traffic
+        && report.requests() == 0
+    {
+        return Err(MemRunError::EmptyTrace { file: path.display().to_string() });
+    }
     let stats: &Stats = e.stats();
     let read_latency = stats
         .lookup_histogram("driver.read_latency")

@@ -245,31 +245,57 @@ impl Activity {
     /// Adds the events of `next`, a later run of the same chip (its cores, units, instances
     /// and stacks stay as they are): the activity of two runs back to back.
     pub fn absorb(&mut self, next: &Activity) {
-        self.time_ps += next.time_ps;
+        // Every field named, none elided: a new one fails to compile here until it is decided
+        // whether it adds up (an event count) or stays (a count of hardware).
+        let Activity {
+            time_ps,
+            cores: _,
+            instructions,
+            alu_ops,
+            muldiv_ops,
+            vector_ops,
+            loads,
+            stores,
+            queue_pops,
+            queue_loads,
+            units: _,
+            au_requests,
+            au_write_requests,
+            au_events,
+            au_operands,
+            l1d,
+            l2,
+            llc,
+            noc_transfers,
+            dram: DramActivity { bytes_read, bytes_written, activations },
+            stacks: _,
+        } = *next;
         for (sum, v) in [
-            (&mut self.instructions, next.instructions),
-            (&mut self.alu_ops, next.alu_ops),
-            (&mut self.muldiv_ops, next.muldiv_ops),
-            (&mut self.vector_ops, next.vector_ops),
-            (&mut self.loads, next.loads),
-            (&mut self.stores, next.stores),
-            (&mut self.queue_pops, next.queue_pops),
-            (&mut self.queue_loads, next.queue_loads),
-            (&mut self.au_requests, next.au_requests),
-            (&mut self.au_write_requests, next.au_write_requests),
-            (&mut self.au_events, next.au_events),
-            (&mut self.au_operands, next.au_operands),
-            (&mut self.noc_transfers, next.noc_transfers),
-            (&mut self.dram.bytes_read, next.dram.bytes_read),
-            (&mut self.dram.bytes_written, next.dram.bytes_written),
-            (&mut self.dram.activations, next.dram.activations),
+            (&mut self.time_ps, time_ps),
+            (&mut self.instructions, instructions),
+            (&mut self.alu_ops, alu_ops),
+            (&mut self.muldiv_ops, muldiv_ops),
+            (&mut self.vector_ops, vector_ops),
+            (&mut self.loads, loads),
+            (&mut self.stores, stores),
+            (&mut self.queue_pops, queue_pops),
+            (&mut self.queue_loads, queue_loads),
+            (&mut self.au_requests, au_requests),
+            (&mut self.au_write_requests, au_write_requests),
+            (&mut self.au_events, au_events),
+            (&mut self.au_operands, au_operands),
+            (&mut self.noc_transfers, noc_transfers),
+            (&mut self.dram.bytes_read, bytes_read),
+            (&mut self.dram.bytes_written, bytes_written),
+            (&mut self.dram.activations, activations),
         ] {
             *sum += v;
         }
-        for (level, n) in [(&mut self.l1d, &next.l1d), (&mut self.l2, &next.l2), (&mut self.llc, &next.llc)] {
-            level.lookups += n.lookups;
-            level.fills += n.fills;
-            level.writebacks += n.writebacks;
+        for (level, n) in [(&mut self.l1d, l1d), (&mut self.l2, l2), (&mut self.llc, llc)] {
+            let CacheActivity { instances: _, lookups, fills, writebacks } = n;
+            level.lookups += lookups;
+            level.fills += fills;
+            level.writebacks += writebacks;
         }
     }
 }

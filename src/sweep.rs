@@ -157,10 +157,11 @@ fn resolve_key(doc: &Document, key: &str) -> Option<String> {
     doc.get(key).is_some().then(|| key.to_string())
 }
 
-/// Expands the axes into points.
-fn expand(file: &str, s: &SweepSection) -> Result<Vec<Point>, SweepError> {
+/// Expands the axes into points; `at(key)` is where a key sits ("file:line:column", or the
+/// file alone), for errors.
+fn expand(at: &dyn Fn(&str) -> String, s: &SweepSection) -> Result<Vec<Point>, SweepError> {
     let axis_err =
-        |key: String, message: &str| SweepError::Axis { file: file.into(), key, message: message.into() };
+        |key: String, message: &str| SweepError::Axis { file: at(&key), key, message: message.into() };
     if s.axis.is_empty() {
         return Err(axis_err("sweep.axis".into(), "the sweep has no axis"));
     }
@@ -214,24 +215,27 @@ impl Sweep {
             key: "sweep".into(),
             message: "the config has no [sweep] section".into(),
         })?;
+        // Errors about a key of the section name its line.
+        let at = |key: &str| doc.locate(key).map_or_else(|| file.clone(), |l| l.to_string());
         let mut resolved = Vec::new();
         for (k, a) in section.axis.iter().enumerate() {
+            let key = format!("sweep.axis[{k}].key");
             let p = resolve_key(&doc, &a.key).ok_or_else(|| SweepError::Axis {
-                file: file.clone(),
-                key: format!("sweep.axis[{k}].key"),
+                file: at(&key),
+                key,
                 message: format!("{:?} names no key of the config or its includes", a.key),
             })?;
             resolved.push(p);
         }
         let memory_curve = match &section.memory_curve {
             Some(m) => Some(MemoryCurveSpec::resolve(m, path).map_err(|message| SweepError::Axis {
-                file: file.clone(),
+                file: at("sweep.memory_curve"),
                 key: "sweep.memory_curve".into(),
                 message,
             })?),
             None => None,
         };
-        let points = expand(&file, &section)?;
+        let points = expand(&at, &section)?;
         let mut experiments = Vec::with_capacity(points.len());
         for p in &points {
             let mut d = doc.clone();
@@ -564,7 +568,7 @@ mod tests {
             axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4, 5])],
             ..Default::default()
         };
-        let p = expand("f", &s).unwrap();
+        let p = expand(&|_: &str| "f".to_string(), &s).unwrap();
         assert_eq!(p.len(), 6);
         assert_eq!(p[1].label(), "a=1, b=4");
         assert_eq!(p[3].label(), "a=2, b=3");
@@ -573,16 +577,26 @@ mod tests {
             axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4])],
             ..Default::default()
         };
-        assert_eq!(expand("f", &z).unwrap()[1].label(), "a=2, b=4");
+        assert_eq!(expand(&|_: &str| "f".to_string(), &z).unwrap()[1].label(), "a=2, b=4");
         let bad = SweepSection {
             mode: SweepMode::Zip,
             axis: vec![axis("a", &[1, 2]), axis("b", &[3])],
             ..Default::default()
         };
-        assert!(expand("f", &bad).unwrap_err().to_string().contains("sweep.axis[1].values"));
+        assert!(
+            expand(&|_: &str| "f".to_string(), &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("sweep.axis[1].values")
+        );
         let empty =
             SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])], ..Default::default() };
-        assert!(expand("f", &empty).unwrap_err().to_string().contains("at least one value"));
+        assert!(
+            expand(&|_: &str| "f".to_string(), &empty)
+                .unwrap_err()
+                .to_string()
+                .contains("at least one value")
+        );
     }
 
     #[test]

@@ -720,6 +720,17 @@ fn address_beyond_capacity_names_file_line_and_address() {
 }
 
 #[test]
+fn trace_without_requests_is_an_error_naming_the_file() {
+    for (tag, format, name, bytes) in [
+        ("empty-text", "dramsim3", "empty.trace", &b"# only a comment\n\n"[..]),
+        ("empty-ramulator", "ramulator", "empty.trace", &b""[..]),
+    ] {
+        let err = mem_trace_fails(tag, format, name, bytes);
+        assert_eq!(err.trim_end(), format!("error: {name}: the trace holds no requests"), "{format}");
+    }
+}
+
+#[test]
 fn binary_trace_with_a_bad_magic_names_the_file_and_the_bytes_found() {
     let err = mem_trace_fails("binary-magic", "binary", "bad.bin", b"DAEINDEX\x01\x00\x00\x00");
     says(
@@ -821,6 +832,10 @@ fn bad_sweeps_are_refused_before_any_point_runs() {
         let cfg = small_experiment(&dir, &format!("\n[sweep]\n{axes}"));
         let err = fails(&dir, &["sweep", "--config", cfg.to_str().unwrap(), "--out", "out"]);
         says(&err, &[&format!("{}:", cfg.display()), want]);
+        // The file's name is followed by the line of the key at fault.
+        let place = format!("{}:", cfg.display());
+        let after = err.split_once(place.as_str()).map_or("", |(_, rest)| rest);
+        assert!(after.starts_with(|c: char| c.is_ascii_digit()), "{axes}: no line in {err}");
         assert!(!dir.join("out").exists(), "{axes}: nothing runs");
     }
     let axes = "\n[sweep]\n[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n";
