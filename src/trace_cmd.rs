@@ -830,6 +830,14 @@ fn info(a: &InfoArgs) -> Result<String, TraceCmdError> {
         },
         (None, None, None) => return Err(usage("give a FILE or --offsets and --indices")),
     };
+    if kind != InfoKind::Kg && a.entity_dict.is_some() {
+        // Dictionaries only name a triples file's entities and relations: ignoring them would
+        // hide a mistaken --kind.
+        return Err(usage(format!(
+            "--entity-dict and --relation-dict read a knowledge-graph triples file (--kind kg), not --kind {}",
+            format!("{kind:?}").to_lowercase()
+        )));
+    }
     let file =
         || a.file.clone().ok_or_else(|| usage(format!("--kind {kind:?}: give the FILE").to_lowercase()));
     let value = match kind {

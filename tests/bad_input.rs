@@ -434,6 +434,18 @@ fn corrupt_daeidx(tag: &str, corrupt: impl FnOnce(&mut Vec<u8>)) -> String {
 }
 
 #[test]
+fn dictionaries_with_another_kind_than_kg_are_refused() {
+    let dir = temp_dir("info-dicts");
+    let trace = configs().join("../traces/example.daeidx").display().to_string();
+    let args = ["trace", "info", &trace, "--kind", "daeidx", "--entity-dict", "e", "--relation-dict", "r"];
+    let err = fails(&dir, &args);
+    says(
+        &err,
+        &["--entity-dict and --relation-dict read a knowledge-graph triples file", "not --kind daeidx"],
+    );
+}
+
+#[test]
 fn daeidx_wrong_magic_names_byte_0_and_the_bytes_found() {
     let err = corrupt_daeidx("daeidx-magic", |b| b[..4].copy_from_slice(b"JUNK"));
     says(&err, &["t.daeidx: byte 0: bad magic [4a, 55, 4e, 4b, 4e, 44, 45, 58]", "\"DAEINDEX\""]);
