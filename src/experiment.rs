@@ -20,7 +20,8 @@ use mem_model::dram::DramSpec;
 use sim_core::{Clock, PS_PER_SECOND, SeedTree, Tick};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// A system ready to run.
@@ -1243,37 +1244,102 @@ pub(crate) fn model_of(plan: &SystemPlan) -> &'static str {
     }
 }
 
-/// Runs every (system, workload) pair; `progress` hears about each pair as it ends. A workload
-/// of several batches runs them one after another ([`crate::stream`]).
-pub fn run(exp: &Experiment, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
-    let seeds = exp.seeds();
-    let mut out = Vec::new();
-    for spec in &exp.file.workload {
+/// Runs one (system, workload) pair of a single-batch workload.
+fn run_one(
+    exp: &Experiment,
+    name: &str,
+    plan: &SystemPlan,
+    spec: &WorkloadSpec,
+    input: &PairInput,
+) -> Outcome {
+    let t0 = Instant::now();
+    let mut result = run_pair(&exp.seeds(), exp.max_sim_time, plan, spec, &input.0, &input.1);
+    if let Ok(m) = &mut result {
+        m.dense_time = dense_time(exp, name, spec);
+    }
+    Outcome {
+        system: name.to_string(),
+        workload: spec.name.clone(),
+        model: model_of(plan),
+        result,
+        host_seconds: t0.elapsed().as_secs_f64(),
+    }
+}
+
+/// A workload's instance and reference output, shared by the pairs that run it.
+type PairInput = (EmbeddingBagInstance, Vec<f32>);
+
+/// A workload's [`PairInput`], made by the first of its pairs to start and dropped when the
+/// last one ends, so that at most `threads` workloads' inputs are held at once.
+struct SharedInput {
+    input: Mutex<Option<Arc<PairInput>>>,
+    left: AtomicUsize,
+}
+
+/// Runs every (system, workload) pair on up to `threads` worker threads; `progress` hears
+/// about each pair as it ends (in the order they end). The outcomes come back in the config's
+/// order, workload by workload, and do not depend on `threads`: each pair is its own
+/// simulation with its own seeds. A workload of several batches runs them one after another
+/// on the same threads ([`crate::stream`]).
+pub fn run(exp: &Experiment, threads: usize, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
+    let workloads = &exp.file.workload;
+    let systems = exp.systems.len();
+    // Single-batch pairs, workload-major: the pool takes them in this order.
+    let pairs: Vec<(usize, usize)> = (0..workloads.len())
+        .filter(|&w| workloads[w].batches <= 1)
+        .flat_map(|w| (0..systems).map(move |s| (w, s)))
+        .collect();
+    let shared: Vec<SharedInput> = workloads
+        .iter()
+        .map(|_| SharedInput { input: Mutex::new(None), left: AtomicUsize::new(systems) })
+        .collect();
+    let mut slots: Vec<Option<Outcome>> = (0..workloads.len() * systems).map(|_| None).collect();
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = crossbeam::channel::unbounded::<(usize, Outcome)>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, pairs.len().max(1)) {
+            let tx = tx.clone();
+            let (pairs, shared, next) = (&pairs, &shared, &next);
+            scope.spawn(move || {
+                while let Some(&(w, s)) = pairs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let spec = &workloads[w];
+                    let input = {
+                        let mut slot = shared[w].input.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert_with(|| {
+                            let inst = exp.instance(spec);
+                            let reference = inst.reference(spec);
+                            Arc::new((inst, reference))
+                        })
+                        .clone()
+                    };
+                    let (name, plan) = &exp.systems[s];
+                    let o = run_one(exp, name, plan, spec, &input);
+                    drop(input);
+                    if shared[w].left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        shared[w].input.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    }
+                    if tx.send((w * systems + s, o)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (k, o) in rx {
+            progress(&o);
+            slots[k] = Some(o);
+        }
+    });
+    let mut out = Vec::with_capacity(slots.len());
+    for (w, spec) in workloads.iter().enumerate() {
         if spec.batches > 1 {
-            for o in crate::stream::run_workload(exp, spec, 1, |_, _| {}) {
+            for o in crate::stream::run_workload(exp, spec, threads, |_, _| {}) {
                 progress(&o);
                 out.push(o);
             }
             continue;
         }
-        let inst = exp.instance(spec);
-        let reference = inst.reference(spec);
-        for (name, plan) in &exp.systems {
-            let t0 = Instant::now();
-            let mut result = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference);
-            if let Ok(m) = &mut result {
-                m.dense_time = dense_time(exp, name, spec);
-            }
-            let o = Outcome {
-                system: name.clone(),
-                workload: spec.name.clone(),
-                model: model_of(plan),
-                result,
-                host_seconds: t0.elapsed().as_secs_f64(),
-            };
-            progress(&o);
-            out.push(o);
-        }
+        out.extend(slots[w * systems..(w + 1) * systems].iter_mut().filter_map(Option::take));
     }
     out
 }

@@ -146,6 +146,9 @@ struct RunArgs {
     /// the table rows they touch) into DIR/<workload>/inputs/.
     #[arg(long, requires = "dump_outputs")]
     dump_inputs: bool,
+    /// Pairs simulated at once (default: every host core); results do not depend on it.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -307,7 +310,8 @@ fn run(args: &RunArgs) -> Result<bool> {
     }
     let pairs = exp.systems.len() * exp.file.workload.len();
     let mut done = 0;
-    let outcomes = experiment::run(&exp, |o| {
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let outcomes = experiment::run(&exp, threads, |o| {
         done += 1;
         if !args.quiet {
             let detail = match &o.result {

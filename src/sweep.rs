@@ -366,7 +366,8 @@ pub fn run(
             scope.spawn(|| {
                 while let Ok(i) = rx.recv() {
                     let (p, exp) = (&sweep.points[i], &sweep.experiments[i]);
-                    let outcomes = experiment::run(exp, |_| {});
+                    // Points already run in parallel: each runs its pairs on one thread.
+                    let outcomes = experiment::run(exp, 1, |_| {});
                     let ok = outcomes.iter().all(|o| o.result.is_ok());
                     if !ok {
                         failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

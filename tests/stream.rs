@@ -5,7 +5,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{dae_sim, small_experiment, temp_dir};
+use common::{configs, dae_sim, small_experiment, temp_dir};
 use compiler::trace::{Header, IndexDtype, TraceWriter};
 use dae_sim::experiment::{self, Experiment, Measured, Outcome, Overrides};
 use std::path::Path;
@@ -77,7 +77,7 @@ fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
     assert_eq!((b.batches, b.lookups), (2, 12 + 13));
     assert_eq!(b.output_sum, f.output_sum + s.output_sum);
     assert_ne!(f.output_sum, s.output_sum);
-    let [both, first, second] = exps.each_ref().map(|e| experiment::run(e, |_| {}));
+    let [both, first, second] = exps.each_ref().map(|e| experiment::run(e, 1, |_| {}));
     for system in ["dae", "cpu", "h100"] {
         let (b, f, s) = (outcome(&both, system), outcome(&first, system), outcome(&second, system));
         assert_eq!(b.time, f.time + s.time, "{system}");
@@ -128,10 +128,39 @@ fn threads_do_not_change_a_figure() {
         assert_eq!(a.lookups, 4 * spec.lookups());
     }
     // Batches draw their own indices: four batches are not one batch four times over.
-    let single = experiment::run(&Experiment::load(&cfg, &Overrides::default()).unwrap(), |_| {});
+    let single = experiment::run(&Experiment::load(&cfg, &Overrides::default()).unwrap(), 1, |_| {});
     let dae = |outs: &[Outcome]| outs.iter().find(|o| o.system == "dae").unwrap().result.clone().unwrap();
     assert_eq!(dae(&single).lookups * 4, dae(&one).lookups);
     assert_ne!(dae(&single).time * 4, dae(&one).time);
+}
+
+#[test]
+fn pairs_on_several_threads_give_the_same_results_in_the_same_order() {
+    let dir = temp_dir("run-threads");
+    // Three single-batch workloads (emb-small and two variants under other names) and one of
+    // two batches: 3 x 4 pairs.
+    let c = configs();
+    let extra = format!(
+        "[[workload]]\ninclude = \"{wl}\"\nname = \"b\"\nbatch = 8\n\n\
+         [[workload]]\ninclude = \"{wl}\"\nname = \"c\"\nbatches = 2\n\n\
+         [[workload]]\ninclude = \"{wl}\"\nname = \"d\"\ndim = 32\n",
+        wl = c.join("workloads/emb-small.toml").display()
+    );
+    let cfg = small_experiment(&dir, &extra);
+    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
+    let mut heard = 0;
+    let one = experiment::run(&exp, 1, |_| heard += 1);
+    let three = experiment::run(&exp, 3, |_| {});
+    assert_eq!(heard, 12);
+    let order =
+        |outs: &[Outcome]| outs.iter().map(|o| (o.workload.clone(), o.system.clone())).collect::<Vec<_>>();
+    assert_eq!(order(&one), order(&three));
+    assert_eq!(
+        order(&one)[..4],
+        [("emb-small", "dae"), ("emb-small", "cpu"), ("emb-small", "h100"), ("b", "dae")]
+            .map(|(w, s)| (w.to_string(), s.to_string()))
+    );
+    assert_eq!(dae_sim::report::json(&exp, &one), dae_sim::report::json(&exp, &three));
 }
 
 #[test]
