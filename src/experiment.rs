@@ -1276,12 +1276,28 @@ struct SharedInput {
     left: AtomicUsize,
 }
 
+/// What [`run`] reports as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// A (system, workload) pair has ended.
+    Pair(&'a Outcome),
+    /// Batch `done` of `count` of a workload of several batches has run on every system.
+    Batch {
+        /// The workload.
+        workload: &'a str,
+        /// Batches run so far.
+        done: u64,
+        /// Batches in all.
+        count: u64,
+    },
+}
+
 /// Runs every (system, workload) pair on up to `threads` worker threads; `progress` hears
-/// about each pair as it ends (in the order they end). The outcomes come back in the config's
-/// order, workload by workload, and do not depend on `threads`: each pair is its own
-/// simulation with its own seeds. A workload of several batches runs them one after another
-/// on the same threads ([`crate::stream`]).
-pub fn run(exp: &Experiment, threads: usize, mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
+/// about each pair as it ends (in the order they end), and about each batch of a workload of
+/// several. The outcomes come back in the config's order, workload by workload, and do not
+/// depend on `threads`: each pair is its own simulation with its own seeds. A workload of
+/// several batches runs them one after another on the same threads ([`crate::stream`]).
+pub fn run(exp: &Experiment, threads: usize, mut progress: impl FnMut(Progress<'_>)) -> Vec<Outcome> {
     let workloads = &exp.file.workload;
     let systems = exp.systems.len();
     // Single-batch pairs, workload-major: the pool takes them in this order.
@@ -1326,15 +1342,16 @@ pub fn run(exp: &Experiment, threads: usize, mut progress: impl FnMut(&Outcome))
         }
         drop(tx);
         for (k, o) in rx {
-            progress(&o);
+            progress(Progress::Pair(&o));
             slots[k] = Some(o);
         }
     });
     let mut out = Vec::with_capacity(slots.len());
     for (w, spec) in workloads.iter().enumerate() {
         if spec.batches > 1 {
-            for o in crate::stream::run_workload(exp, spec, threads, |_, _| {}) {
-                progress(&o);
+            let on_batch = |done, count| progress(Progress::Batch { workload: &spec.name, done, count });
+            for o in crate::stream::run_workload(exp, spec, threads, on_batch) {
+                progress(Progress::Pair(&o));
                 out.push(o);
             }
             continue;

@@ -4,7 +4,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use dae_sim::config::Document;
 use dae_sim::dump::{self, DumpOptions};
-use dae_sim::experiment::{self, Experiment, Overrides};
+use dae_sim::experiment::{self, Experiment, Overrides, Progress};
 use dae_sim::mem_frontend;
 use dae_sim::report;
 use mem_model::trace::{Pattern, TraceFormat};
@@ -311,20 +311,30 @@ fn run(args: &RunArgs) -> Result<bool> {
     let pairs = exp.systems.len() * exp.file.workload.len();
     let mut done = 0;
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let outcomes = experiment::run(&exp, threads, |o| {
-        done += 1;
-        if !args.quiet {
-            let detail = match &o.result {
-                Ok(m) if m.events > 0 => format!(
-                    "{} events in {:.2} s ({:.2} M events/s)",
-                    m.events,
-                    o.host_seconds,
-                    m.events as f64 / o.host_seconds.max(1e-9) / 1e6
-                ),
-                Ok(_) => format!("{:.3} s", o.host_seconds),
-                Err(e) => format!("FAILED: {e}"),
-            };
-            eprintln!("[{done}/{pairs}] {} on {} ({}): {detail}", o.workload, o.system, o.model);
+    let outcomes = experiment::run(&exp, threads, |p| {
+        if args.quiet {
+            return;
+        }
+        match p {
+            Progress::Pair(o) => {
+                done += 1;
+                let detail = match &o.result {
+                    Ok(m) if m.events > 0 => format!(
+                        "{} events in {:.2} s ({:.2} M events/s)",
+                        m.events,
+                        o.host_seconds,
+                        m.events as f64 / o.host_seconds.max(1e-9) / 1e6
+                    ),
+                    Ok(_) => format!("{:.3} s", o.host_seconds),
+                    Err(e) => format!("FAILED: {e}"),
+                };
+                eprintln!("[{done}/{pairs}] {} on {} ({}): {detail}", o.workload, o.system, o.model);
+            }
+            // About twenty lines per workload, however many batches it has.
+            Progress::Batch { workload, done, count } if done == count || done % (count / 20).max(1) == 0 => {
+                eprintln!("    {workload}: batch {done} of {count} run on every system");
+            }
+            Progress::Batch { .. } => {}
         }
     });
     print!("{}", report::table(&exp, &outcomes));

@@ -7,7 +7,7 @@ mod common;
 
 use common::{configs, dae_sim, small_experiment, temp_dir};
 use compiler::trace::{Header, IndexDtype, TraceWriter};
-use dae_sim::experiment::{self, Experiment, Measured, Outcome, Overrides};
+use dae_sim::experiment::{self, Experiment, Measured, Outcome, Overrides, Progress};
 use std::path::Path;
 
 /// Bags of table 0 and table 1 in batch `b` (3 bags each over 50 rows): `(offsets, ids)` each.
@@ -148,10 +148,14 @@ fn pairs_on_several_threads_give_the_same_results_in_the_same_order() {
     );
     let cfg = small_experiment(&dir, &extra);
     let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
-    let mut heard = 0;
-    let one = experiment::run(&exp, 1, |_| heard += 1);
+    let (mut pairs, mut batches) = (0, Vec::new());
+    let one = experiment::run(&exp, 1, |p| match p {
+        Progress::Pair(_) => pairs += 1,
+        Progress::Batch { workload, done, count } => batches.push((workload.to_string(), done, count)),
+    });
     let three = experiment::run(&exp, 3, |_| {});
-    assert_eq!(heard, 12);
+    assert_eq!(pairs, 12);
+    assert_eq!(batches, [("c".to_string(), 1, 2), ("c".to_string(), 2, 2)]);
     let order =
         |outs: &[Outcome]| outs.iter().map(|o| (o.workload.clone(), o.system.clone())).collect::<Vec<_>>();
     assert_eq!(order(&one), order(&three));
