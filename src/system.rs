@@ -554,6 +554,8 @@ pub fn run(
         cores.push((name, core));
     }
 
+    // Caches whose every arrival wake polls all their inputs.
+    let mut polling = Vec::new();
     for (name, id, (down_req, down_resp), cfg, banks) in &caches {
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
         let mut cache =
@@ -561,6 +563,9 @@ pub fn run(
         if *banks > 1 {
             // Banks interleave lines: each indexes its sets above the bank bits.
             cache = cache.interleaved(*banks);
+        }
+        if cache.polls_every_input() {
+            polling.push(*id);
         }
         e.install(*id, Node::Cache(cache))?;
     }
@@ -584,6 +589,11 @@ pub fn run(
     // Both memory models drain every arrived request when woken: one wake per cycle's batch.
     for &(req, _) in wiring.ports(mem) {
         e.coalesce_arrivals(req)?;
+    }
+    // An access unit's step, and a cache with few inputs, take everything that has arrived on
+    // all their inputs, whatever woke them: a tick's arrivals need one wake.
+    for id in units.iter().map(|(_, id)| id).chain(&polling) {
+        e.merge_arrivals(*id)?;
     }
 
     let summary = e.run(Some(max_time));

@@ -99,6 +99,9 @@ pub struct Kernel<M> {
     queue: EventQueue,
     links: Vec<LinkState<M>>,
     stats: Stats,
+    /// Per component, the tick of the last arrival wake scheduled through a merging link
+    /// ([`Engine::merge_arrivals`]; empty until one is set up).
+    merged_wake: Vec<Tick>,
     events: u64,
     last_progress: Tick,
 }
@@ -165,15 +168,22 @@ impl<M> Ctx<'_, M> {
         let arrival = l.arrival(now);
         l.fifo.push_back((arrival, msg));
         l.sent += 1;
+        let to = l.to;
         // A coalescing link's wake for this tick is already pending when an earlier message
-        // arrives at the same tick (arrivals lie in the future, so it cannot have fired yet).
-        if l.coalesce {
+        // arrives at the same tick (arrivals lie in the future, so it cannot have fired yet);
+        // a merging link's, when an earlier message arrives then on any merging link into `to`.
+        if l.merge {
+            let last = &mut self.kernel.merged_wake[to.index()];
+            if *last == arrival {
+                return Ok(());
+            }
+            *last = arrival;
+        } else if l.coalesce {
             if l.last_wake == arrival {
                 return Ok(());
             }
             l.last_wake = arrival;
         }
-        let to = l.to;
         self.kernel.push(arrival, Priority::DELIVERY, to, Wake::Arrival(link));
         Ok(())
     }
@@ -284,6 +294,7 @@ impl<C: Component> Engine<C> {
                 queue: EventQueue::new(),
                 links: Vec::new(),
                 stats: Stats::new(),
+                merged_wake: Vec::new(),
                 events: 0,
                 last_progress: 0,
             },
@@ -347,6 +358,25 @@ impl<C: Component> Engine<C> {
             }
             None => Err(EngineError::UnknownLink(link.0)),
         }
+    }
+
+    /// Makes every link into `component` that exists now merge its arrivals with the others':
+    /// messages arriving at the same tick on any of them share one [`Wake::Arrival`], which
+    /// names one of those links. The component must therefore take every arrived message of
+    /// every input whenever it wakes for an arrival, whichever link the wake names (an access
+    /// unit's step does). Call it after connecting the component's inputs. Fails for an id this
+    /// engine does not have.
+    pub fn merge_arrivals(&mut self, component: ComponentId) -> Result<(), EngineError> {
+        if component.index() >= self.components.len() {
+            return Err(EngineError::BadSlot(component.0));
+        }
+        if self.kernel.merged_wake.len() < self.components.len() {
+            self.kernel.merged_wake.resize(self.components.len(), Tick::MAX);
+        }
+        for l in self.kernel.links.iter_mut().filter(|l| l.to == component) {
+            l.merge = true;
+        }
+        Ok(())
     }
 
     /// The statistics registry (register stat names here while building the model).

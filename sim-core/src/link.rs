@@ -7,7 +7,9 @@
 //! Each message normally wakes its receiver once. A link may instead *coalesce* arrivals
 //! ([`crate::Engine::coalesce_arrivals`]): messages that arrive at the same tick then share one
 //! wake, which spares an event per message when a component answers many requests in one cycle;
-//! its receiver must take every arrived message when it is woken. A message occupies the link from the tick it is sent
+//! its receiver must take every arrived message when it is woken. A receiver may go further and
+//! *merge* the arrivals of all its input links ([`crate::Engine::merge_arrivals`]): one wake per
+//! tick for all of them. A message occupies the link from the tick it is sent
 //! until the receiver pops it, so a receiver that stops popping back-pressures its sender: a send
 //! into a full link is refused and the sender is woken (with [`crate::Wake::Space`]) as soon as
 //! the receiver frees a slot. Latency is constant, so messages arrive in the order they were
@@ -85,6 +87,9 @@ pub(crate) struct LinkState<M> {
     pub(crate) refused: u64,
     /// Whether messages arriving at the same tick share one [`crate::Wake::Arrival`].
     pub(crate) coalesce: bool,
+    /// Whether they share it with those of every other merging link into the same receiver
+    /// ([`crate::Engine::merge_arrivals`]).
+    pub(crate) merge: bool,
     /// The tick of the last arrival wake scheduled (coalescing links only).
     pub(crate) last_wake: Tick,
 }
@@ -108,6 +113,7 @@ impl<M> LinkState<M> {
             sent: 0,
             refused: 0,
             coalesce: false,
+            merge: false,
             last_wake: Tick::MAX,
         })
     }

@@ -184,8 +184,21 @@ fn bad_links_and_missing_components_are_errors() {
 /// Sends `per_tick` messages at each of ticks 0, 1000 and 1001; or drains its input and counts
 /// its arrival wakes.
 enum Burst {
-    Sender { out: LinkId, per_tick: u64 },
-    Drainer { inp: LinkId, wakes: u64, got: Vec<u64> },
+    Sender {
+        out: LinkId,
+        per_tick: u64,
+    },
+    Drainer {
+        inp: LinkId,
+        wakes: u64,
+        got: Vec<u64>,
+    },
+    /// A drainer of several inputs, all of them at every arrival wake.
+    Gather {
+        inps: Vec<LinkId>,
+        wakes: u64,
+        got: Vec<u64>,
+    },
 }
 
 impl Component for Burst {
@@ -210,6 +223,16 @@ impl Component for Burst {
                 }
                 while let Some(m) = ctx.recv(*inp) {
                     got.push(m);
+                }
+            }
+            Burst::Gather { inps, wakes, got } => {
+                if matches!(why, Wake::Arrival(_)) {
+                    *wakes += 1;
+                }
+                for inp in inps.iter() {
+                    while let Some(m) = ctx.recv(*inp) {
+                        got.push(m);
+                    }
                 }
             }
         }
@@ -240,6 +263,44 @@ fn coalescing_links_wake_once_per_arrival_tick_and_lose_nothing() {
     assert_eq!(got, plain_got, "the same messages in the same order");
     assert_eq!(got.len(), 15);
     assert_eq!(plain_events - events, 12);
+}
+
+/// Three senders of 2 messages a tick (at ticks 0, 1000 and 1001) into one gatherer, whose
+/// arrivals merge or not: (arrival wakes, messages in the order taken, events).
+fn gather_run(merge: bool) -> (u64, Vec<u64>, u64) {
+    let mut e = Engine::new();
+    let senders: Vec<_> = (0..3).map(|_| e.reserve()).collect();
+    let g = e.reserve();
+    let links: Vec<_> = senders.iter().map(|&s| e.connect(s, g, spec("burst", 1, 64)).unwrap()).collect();
+    if merge {
+        e.merge_arrivals(g).unwrap();
+    }
+    for (&s, &l) in senders.iter().zip(&links) {
+        e.install(s, Burst::Sender { out: l, per_tick: 2 }).unwrap();
+    }
+    e.install(g, Burst::Gather { inps: links, wakes: 0, got: vec![] }).unwrap();
+    let summary = e.run(None).unwrap();
+    let Some(Burst::Gather { wakes, got, .. }) = e.component(g) else { panic!("gatherer") };
+    (*wakes, got.clone(), summary.events)
+}
+
+#[test]
+fn merged_inputs_wake_once_per_arrival_tick_and_lose_nothing() {
+    let (plain_wakes, plain_got, plain_events) = gather_run(false);
+    let (wakes, got, events) = gather_run(true);
+    assert_eq!(plain_wakes, 18, "one wake per message by default");
+    assert_eq!(wakes, 3, "one wake per arrival tick, whichever input");
+    assert_eq!(got, plain_got, "the same messages in the same order");
+    assert_eq!(got.len(), 18);
+    assert_eq!(plain_events - events, 15);
+    let mut other: Engine<Burst> = Engine::new();
+    assert!(matches!(other.merge_arrivals(g_id()), Err(EngineError::BadSlot(0))));
+}
+
+/// A component id of an engine with one component.
+fn g_id() -> sim_core::ComponentId {
+    let mut e: Engine<Burst> = Engine::new();
+    e.reserve()
 }
 
 #[test]

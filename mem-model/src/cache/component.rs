@@ -304,6 +304,13 @@ pub struct Cache<M> {
 }
 
 impl<M> Cache<M> {
+    /// Whether every arrival wake takes what has arrived on all its inputs (it has at most
+    /// [`SCAN_LINKS`] and polls them), so that an engine may merge their arrivals into one
+    /// wake per tick ([`sim_core::Engine::merge_arrivals`]) without changing what it does.
+    pub fn polls_every_input(&self) -> bool {
+        self.ports.len() <= SCAN_LINKS
+    }
+
     /// A cache named `name` (statistics go under it) in clock domain `clock`, wired to `links`.
     /// The random replacement policy draws from the stream `seeds.seed_for(name)`.
     pub fn new(
