@@ -305,7 +305,7 @@ pub struct Cache<M> {
 
 impl<M> Cache<M> {
     /// Whether every arrival wake takes what has arrived on all its inputs (it has at most
-    /// [`SCAN_LINKS`] and polls them), so that an engine may merge their arrivals into one
+    /// eight, `SCAN_LINKS`, and polls them), so that an engine may merge their arrivals into one
     /// wake per tick ([`sim_core::Engine::merge_arrivals`]) without changing what it does.
     pub fn polls_every_input(&self) -> bool {
         self.ports.len() <= SCAN_LINKS
