@@ -1253,16 +1253,31 @@ fn run_one(
     input: &PairInput,
 ) -> Outcome {
     let t0 = Instant::now();
-    let mut result = run_pair(&exp.seeds(), exp.max_sim_time, plan, spec, &input.0, &input.1);
-    if let Ok(m) = &mut result {
-        m.dense_time = dense_time(exp, name, spec);
-    }
-    Outcome {
-        system: name.to_string(),
-        workload: spec.name.clone(),
-        model: model_of(plan),
-        result,
-        host_seconds: t0.elapsed().as_secs_f64(),
+    let result = run_pair(&exp.seeds(), exp.max_sim_time, plan, spec, &input.0, &input.1);
+    Outcome::of(exp, name, plan, spec, result, t0.elapsed().as_secs_f64())
+}
+
+impl Outcome {
+    /// The outcome of system `name` (`plan`) on `spec`: `result` with the time of the
+    /// workload's dense layers on that system added (end-to-end mode).
+    pub(crate) fn of(
+        exp: &Experiment,
+        name: &str,
+        plan: &SystemPlan,
+        spec: &WorkloadSpec,
+        mut result: Result<Measured, String>,
+        host_seconds: f64,
+    ) -> Outcome {
+        if let Ok(m) = &mut result {
+            m.dense_time = dense_time(exp, name, spec);
+        }
+        Outcome {
+            system: name.to_string(),
+            workload: spec.name.clone(),
+            model: model_of(plan),
+            result,
+            host_seconds,
+        }
     }
 }
 

@@ -137,6 +137,11 @@ impl Block {
     pub fn lookups_per_table(&self) -> Option<u64> {
         self.tables.filter(|&t| t > 0).map(|t| self.indices / t)
     }
+
+    /// Mean unique rows per table (`unique_rows / tables`), when the name gives the tables.
+    pub fn unique_rows_per_table(&self) -> Option<u64> {
+        self.tables.filter(|&t| t > 0).map(|t| self.unique_rows / t)
+    }
 }
 
 /// Reads a locality-statistics file.

@@ -378,17 +378,7 @@ pub fn run_workload(
                 (None, Sums::Gpu(total, _), _) => Ok(*total),
                 (None, _, _) => Err("no batch ran".to_string()),
             };
-            let result = result.map(|mut m| {
-                m.dense_time = crate::experiment::dense_time(exp, name, spec);
-                m
-            });
-            Outcome {
-                system: name.clone(),
-                workload: spec.name.clone(),
-                model: crate::experiment::model_of(plan),
-                result,
-                host_seconds: r.host_seconds,
-            }
+            Outcome::of(exp, name, plan, spec, result, r.host_seconds)
         })
         .collect()
 }

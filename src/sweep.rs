@@ -26,10 +26,10 @@ pub enum SweepError {
     #[error("{0}")]
     Config(Box<ConfigError>),
     /// The sweep section is unusable.
-    #[error("{file}: {key}: {message}")]
+    #[error("{at}: {key}: {message}")]
     Axis {
-        /// The config file.
-        file: String,
+        /// Where: the config file, with the key's line and column where known.
+        at: String,
         /// The key at fault.
         key: String,
         /// What is wrong.
@@ -157,11 +157,13 @@ fn resolve_key(doc: &Document, key: &str) -> Option<String> {
     doc.get(key).is_some().then(|| key.to_string())
 }
 
-/// Expands the axes into points; `at(key)` is where a key sits ("file:line:column", or the
-/// file alone), for errors.
-fn expand(at: &dyn Fn(&str) -> String, s: &SweepSection) -> Result<Vec<Point>, SweepError> {
-    let axis_err =
-        |key: String, message: &str| SweepError::Axis { file: at(&key), key, message: message.into() };
+/// Expands the axes of `s`, the `[sweep]` of `doc` (where errors point), into points.
+fn expand(doc: &Document, s: &SweepSection) -> Result<Vec<Point>, SweepError> {
+    let axis_err = |key: String, message: &str| SweepError::Axis {
+        at: doc.place(&key).to_string(),
+        key,
+        message: message.into(),
+    };
     if s.axis.is_empty() {
         return Err(axis_err("sweep.axis".into(), "the sweep has no axis"));
     }
@@ -205,23 +207,20 @@ impl Sweep {
     /// Loads `path`, expands its `[sweep]` and validates every point's experiment.
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, SweepError> {
         let doc = Document::load(path)?;
-        let file = path.display().to_string();
         let section: Option<SweepSection> = match doc.get("sweep") {
             None => None,
             Some(_) => doc.deserialize::<crate::config::ExperimentFile>()?.sweep,
         };
         let section = section.ok_or_else(|| SweepError::Axis {
-            file: file.clone(),
+            at: path.display().to_string(),
             key: "sweep".into(),
             message: "the config has no [sweep] section".into(),
         })?;
-        // Errors about a key of the section name its line.
-        let at = |key: &str| doc.locate(key).map_or_else(|| file.clone(), |l| l.to_string());
         let mut resolved = Vec::new();
         for (k, a) in section.axis.iter().enumerate() {
             let key = format!("sweep.axis[{k}].key");
             let p = resolve_key(&doc, &a.key).ok_or_else(|| SweepError::Axis {
-                file: at(&key),
+                at: doc.place(&key).to_string(),
                 key,
                 message: format!("{:?} names no key of the config or its includes", a.key),
             })?;
@@ -229,13 +228,13 @@ impl Sweep {
         }
         let memory_curve = match &section.memory_curve {
             Some(m) => Some(MemoryCurveSpec::resolve(m, path).map_err(|message| SweepError::Axis {
-                file: at("sweep.memory_curve"),
+                at: doc.place("sweep.memory_curve").to_string(),
                 key: "sweep.memory_curve".into(),
                 message,
             })?),
             None => None,
         };
-        let points = expand(&at, &section)?;
+        let points = expand(&doc, &section)?;
         let mut experiments = Vec::with_capacity(points.len());
         for p in &points {
             let mut d = doc.clone();
@@ -569,7 +568,8 @@ mod tests {
             axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4, 5])],
             ..Default::default()
         };
-        let p = expand(&|_: &str| "f".to_string(), &s).unwrap();
+        let doc = Document::from_str("", Path::new("f")).unwrap();
+        let p = expand(&doc, &s).unwrap();
         assert_eq!(p.len(), 6);
         assert_eq!(p[1].label(), "a=1, b=4");
         assert_eq!(p[3].label(), "a=2, b=3");
@@ -578,26 +578,16 @@ mod tests {
             axis: vec![axis("a", &[1, 2]), axis("b", &[3, 4])],
             ..Default::default()
         };
-        assert_eq!(expand(&|_: &str| "f".to_string(), &z).unwrap()[1].label(), "a=2, b=4");
+        assert_eq!(expand(&doc, &z).unwrap()[1].label(), "a=2, b=4");
         let bad = SweepSection {
             mode: SweepMode::Zip,
             axis: vec![axis("a", &[1, 2]), axis("b", &[3])],
             ..Default::default()
         };
-        assert!(
-            expand(&|_: &str| "f".to_string(), &bad)
-                .unwrap_err()
-                .to_string()
-                .contains("sweep.axis[1].values")
-        );
+        assert!(expand(&doc, &bad).unwrap_err().to_string().contains("sweep.axis[1].values"));
         let empty =
             SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])], ..Default::default() };
-        assert!(
-            expand(&|_: &str| "f".to_string(), &empty)
-                .unwrap_err()
-                .to_string()
-                .contains("at least one value")
-        );
+        assert!(expand(&doc, &empty).unwrap_err().to_string().contains("at least one value"));
     }
 
     #[test]

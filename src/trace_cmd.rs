@@ -1072,7 +1072,7 @@ fn block_json(index: usize, b: &crate::locality::Block) -> Value {
         "lookups": b.indices, "unique_rows": b.unique_rows, "unique_fraction": b.unique_fraction(),
         "avg_reuse": b.avg_reuse,
         "lookups_per_table": b.lookups_per_table(),
-        "unique_rows_per_table": b.tables.filter(|&t| t > 0).map(|t| b.unique_rows / t),
+        "unique_rows_per_table": b.unique_rows_per_table(),
         "reuse_histogram": bins,
     })
 }
@@ -1128,8 +1128,8 @@ fn locality_cmd(a: &LocalityArgs) -> Result<String, TraceCmdError> {
             b.avg_reuse,
             if b.unique_rows == 0 { 0.0 } else { b.indices as f64 / b.unique_rows as f64 }
         );
-        if let (Some(t), Some(l)) = (b.tables.filter(|&t| t > 0), b.lookups_per_table()) {
-            s += &format!("  per table (mean): {l} lookups, {} unique rows\n", b.unique_rows / t);
+        if let (Some(l), Some(u)) = (b.lookups_per_table(), b.unique_rows_per_table()) {
+            s += &format!("  per table (mean): {l} lookups, {u} unique rows\n");
         }
         s += "  reuse          rows  lookups\n";
         for x in &b.bins {

@@ -11,7 +11,7 @@
 //! flexibility matters more than a few nanoseconds per event.
 
 use crate::event_queue::EventQueue;
-use crate::link::{LinkError, LinkId, LinkReport, LinkSpec, LinkState};
+use crate::link::{LinkError, LinkId, LinkReport, LinkSpec, LinkState, NO_WAKE_GROUP};
 use crate::stats::Stats;
 use crate::time::Tick;
 use crate::watchdog::{BlockedComponent, StallError, StallReport, WatchdogConfig};
@@ -99,9 +99,9 @@ pub struct Kernel<M> {
     queue: EventQueue,
     links: Vec<LinkState<M>>,
     stats: Stats,
-    /// Per component, the tick of the last arrival wake scheduled through a merging link
-    /// ([`Engine::merge_arrivals`]; empty until one is set up).
-    merged_wake: Vec<Tick>,
+    /// Per wake group (see [`LinkState`]'s `wake_group`), the tick of the last arrival wake
+    /// scheduled for it.
+    wake_groups: Vec<Tick>,
     events: u64,
     last_progress: Tick,
 }
@@ -168,21 +168,16 @@ impl<M> Ctx<'_, M> {
         let arrival = l.arrival(now);
         l.fifo.push_back((arrival, msg));
         l.sent += 1;
-        let to = l.to;
-        // A coalescing link's wake for this tick is already pending when an earlier message
-        // arrives at the same tick (arrivals lie in the future, so it cannot have fired yet);
-        // a merging link's, when an earlier message arrives then on any merging link into `to`.
-        if l.merge {
-            let last = &mut self.kernel.merged_wake[to.index()];
+        let (to, group) = (l.to, l.wake_group);
+        // A link in a wake group finds the group's wake for this tick already pending when an
+        // earlier message of the group arrives at the same tick (arrivals lie in the future, so
+        // it cannot have fired yet).
+        if group != NO_WAKE_GROUP {
+            let last = &mut self.kernel.wake_groups[group as usize];
             if *last == arrival {
                 return Ok(());
             }
             *last = arrival;
-        } else if l.coalesce {
-            if l.last_wake == arrival {
-                return Ok(());
-            }
-            l.last_wake = arrival;
         }
         self.kernel.push(arrival, Priority::DELIVERY, to, Wake::Arrival(link));
         Ok(())
@@ -217,13 +212,12 @@ impl<M> Ctx<'_, M> {
         }
     }
 
-    /// The `n`-th message queued on input `link` (0: the oldest), whether or not it has arrived
-    /// yet. Only for host-side hints such as prefetching a table the message will index: a
-    /// model must not let it change simulated behaviour, which would let a component see the
-    /// future.
+    /// The oldest message queued on input `link`, whether or not it has arrived yet. Only for
+    /// host-side hints such as prefetching a table the message will index: a model must not
+    /// let it change simulated behaviour, which would let a component see the future.
     #[inline]
-    pub fn peek_queued(&self, link: LinkId, n: usize) -> Option<&M> {
-        self.kernel.links[link.index()].fifo.get(n).map(|(_, m)| m)
+    pub fn peek_queued(&self, link: LinkId) -> Option<&M> {
+        self.kernel.links[link.index()].fifo.front().map(|(_, m)| m)
     }
 
     /// Statistics registry (register names at construction; increment by id here).
@@ -294,7 +288,7 @@ impl<C: Component> Engine<C> {
                 queue: EventQueue::new(),
                 links: Vec::new(),
                 stats: Stats::new(),
-                merged_wake: Vec::new(),
+                wake_groups: Vec::new(),
                 events: 0,
                 last_progress: 0,
             },
@@ -351,13 +345,14 @@ impl<C: Component> Engine<C> {
     /// [`Wake::Arrival`], so its receiver must drain every arrived message when woken (with
     /// [`Ctx::recv`] until it returns `None`). Fails for a link this engine does not have.
     pub fn coalesce_arrivals(&mut self, link: LinkId) -> Result<(), EngineError> {
-        match self.kernel.links.get_mut(link.index()) {
-            Some(l) => {
-                l.coalesce = true;
-                Ok(())
-            }
-            None => Err(EngineError::UnknownLink(link.0)),
+        let k = &mut self.kernel;
+        let l = k.links.get_mut(link.index()).ok_or(EngineError::UnknownLink(link.0))?;
+        // A link already in a group (its receiver's) coalesces already.
+        if l.wake_group == NO_WAKE_GROUP {
+            l.wake_group = k.wake_groups.len() as u32;
+            k.wake_groups.push(Tick::MAX);
         }
+        Ok(())
     }
 
     /// Makes every link into `component` that exists now merge its arrivals with the others':
@@ -370,11 +365,11 @@ impl<C: Component> Engine<C> {
         if component.index() >= self.components.len() {
             return Err(EngineError::BadSlot(component.0));
         }
-        if self.kernel.merged_wake.len() < self.components.len() {
-            self.kernel.merged_wake.resize(self.components.len(), Tick::MAX);
-        }
-        for l in self.kernel.links.iter_mut().filter(|l| l.to == component) {
-            l.merge = true;
+        let k = &mut self.kernel;
+        let group = k.wake_groups.len() as u32;
+        k.wake_groups.push(Tick::MAX);
+        for l in k.links.iter_mut().filter(|l| l.to == component) {
+            l.wake_group = group;
         }
         Ok(())
     }

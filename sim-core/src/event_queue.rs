@@ -93,19 +93,18 @@ pub(crate) struct EventQueue {
     nodes: Vec<Node>,
     /// Nodes not in use.
     free: Vec<u32>,
-    len: usize,
 }
 
 impl EventQueue {
     /// An empty queue.
     pub(crate) fn new() -> Self {
-        Self { buckets: Vec::new(), nodes: Vec::new(), free: Vec::new(), len: 0 }
+        Self { buckets: Vec::new(), nodes: Vec::new(), free: Vec::new() }
     }
 
-    /// Events pending.
+    /// Events pending (the nodes in use).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.nodes.len() - self.free.len()
     }
 
     /// Adds an event; among events of equal tick and priority it comes after those already in.
@@ -119,7 +118,6 @@ impl EventQueue {
             self.nodes.push(node);
             (self.nodes.len() - 1) as u32
         };
-        self.len += 1;
         let key = (tick, priority.0);
         // From the earliest bucket up: a near-future key passes few.
         let mut i = self.buckets.len();
@@ -176,7 +174,6 @@ impl EventQueue {
             b.head = node.next;
         }
         self.free.push(n);
-        self.len -= 1;
         Some((tick, node.target, node.why()))
     }
 }

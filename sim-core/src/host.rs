@@ -15,3 +15,16 @@ pub fn prefetch<T>(value: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
 }
+
+/// [`prefetch`]es every host cache line that `items` touches (one hint per 64 bytes, and the
+/// last item's line, which a span not aligned to 64 bytes may end in).
+#[inline]
+pub fn prefetch_slice<T>(items: &[T]) {
+    let step = (64 / std::mem::size_of::<T>().max(1)).max(1);
+    for x in items.iter().step_by(step) {
+        prefetch(x);
+    }
+    if let Some(last) = items.last() {
+        prefetch(last);
+    }
+}

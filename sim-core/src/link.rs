@@ -85,14 +85,15 @@ pub(crate) struct LinkState<M> {
     pub(crate) sender_waiting: bool,
     pub(crate) sent: u64,
     pub(crate) refused: u64,
-    /// Whether messages arriving at the same tick share one [`crate::Wake::Arrival`].
-    pub(crate) coalesce: bool,
-    /// Whether they share it with those of every other merging link into the same receiver
-    /// ([`crate::Engine::merge_arrivals`]).
-    pub(crate) merge: bool,
-    /// The tick of the last arrival wake scheduled (coalescing links only).
-    pub(crate) last_wake: Tick,
+    /// The wake group whose messages arriving at the same tick share one
+    /// [`crate::Wake::Arrival`] ([`NO_WAKE_GROUP`]: none, a wake per message): the link's own
+    /// when it coalesces ([`crate::Engine::coalesce_arrivals`]), its receiver's when that
+    /// merges its inputs ([`crate::Engine::merge_arrivals`]).
+    pub(crate) wake_group: u32,
 }
+
+/// A link in no wake group.
+pub(crate) const NO_WAKE_GROUP: u32 = u32::MAX;
 
 impl<M> LinkState<M> {
     pub(crate) fn new(spec: LinkSpec, from: ComponentId, to: ComponentId) -> Result<Self, LinkError> {
@@ -112,9 +113,7 @@ impl<M> LinkState<M> {
             sender_waiting: false,
             sent: 0,
             refused: 0,
-            coalesce: false,
-            merge: false,
-            last_wake: Tick::MAX,
+            wake_group: NO_WAKE_GROUP,
         })
     }
 

@@ -1,8 +1,8 @@
 //! Engine behaviour: back-pressure, event order, deadlock and livelock detection.
 
 use sim_core::{
-    Clock, Component, Ctx, Engine, EngineError, Frequency, LinkId, LinkSpec, Priority, StallError, Wake,
-    WatchdogConfig,
+    Clock, Component, ComponentId, Ctx, Engine, EngineError, Frequency, LinkId, LinkSpec, Priority,
+    StallError, Wake, WatchdogConfig,
 };
 
 fn clock() -> Clock {
@@ -181,24 +181,11 @@ fn bad_links_and_missing_components_are_errors() {
     assert_eq!(e.run(None).unwrap_err(), EngineError::Missing(0));
 }
 
-/// Sends `per_tick` messages at each of ticks 0, 1000 and 1001; or drains its input and counts
-/// its arrival wakes.
+/// Sends `per_tick` messages at each of ticks 0, 1000 and 1001; or drains all its inputs at
+/// every wake and counts its arrival wakes.
 enum Burst {
-    Sender {
-        out: LinkId,
-        per_tick: u64,
-    },
-    Drainer {
-        inp: LinkId,
-        wakes: u64,
-        got: Vec<u64>,
-    },
-    /// A drainer of several inputs, all of them at every arrival wake.
-    Gather {
-        inps: Vec<LinkId>,
-        wakes: u64,
-        got: Vec<u64>,
-    },
+    Sender { out: LinkId, per_tick: u64 },
+    Drainer { inps: Vec<LinkId>, wakes: u64, got: Vec<u64> },
 }
 
 impl Component for Burst {
@@ -217,15 +204,7 @@ impl Component for Burst {
                     ctx.send(*out, ctx.now() * 100 + i).unwrap();
                 }
             }
-            Burst::Drainer { inp, wakes, got } => {
-                if matches!(why, Wake::Arrival(_)) {
-                    *wakes += 1;
-                }
-                while let Some(m) = ctx.recv(*inp) {
-                    got.push(m);
-                }
-            }
-            Burst::Gather { inps, wakes, got } => {
+            Burst::Drainer { inps, wakes, got } => {
                 if matches!(why, Wake::Arrival(_)) {
                     *wakes += 1;
                 }
@@ -239,16 +218,23 @@ impl Component for Burst {
     }
 }
 
-fn burst_run(coalesce: bool) -> (u64, Vec<u64>, u64) {
+/// `senders` senders of `per_tick` messages a tick (at ticks 0, 1000 and 1001) into one
+/// drainer, after `wire(engine, links, drainer)`: (arrival wakes, messages in the order taken,
+/// events).
+fn burst_run(
+    senders: usize,
+    per_tick: u64,
+    wire: impl FnOnce(&mut Engine<Burst>, &[LinkId], ComponentId),
+) -> (u64, Vec<u64>, u64) {
     let mut e = Engine::new();
-    let s = e.reserve();
+    let ids: Vec<_> = (0..senders).map(|_| e.reserve()).collect();
     let d = e.reserve();
-    let l = e.connect(s, d, spec("burst", 1, 64)).unwrap();
-    if coalesce {
-        e.coalesce_arrivals(l).unwrap();
+    let links: Vec<_> = ids.iter().map(|&s| e.connect(s, d, spec("burst", 1, 64)).unwrap()).collect();
+    wire(&mut e, &links, d);
+    for (&s, &l) in ids.iter().zip(&links) {
+        e.install(s, Burst::Sender { out: l, per_tick }).unwrap();
     }
-    e.install(s, Burst::Sender { out: l, per_tick: 5 }).unwrap();
-    e.install(d, Burst::Drainer { inp: l, wakes: 0, got: vec![] }).unwrap();
+    e.install(d, Burst::Drainer { inps: links, wakes: 0, got: vec![] }).unwrap();
     let summary = e.run(None).unwrap();
     let Some(Burst::Drainer { wakes, got, .. }) = e.component(d) else { panic!("drainer") };
     (*wakes, got.clone(), summary.events)
@@ -256,8 +242,8 @@ fn burst_run(coalesce: bool) -> (u64, Vec<u64>, u64) {
 
 #[test]
 fn coalescing_links_wake_once_per_arrival_tick_and_lose_nothing() {
-    let (plain_wakes, plain_got, plain_events) = burst_run(false);
-    let (wakes, got, events) = burst_run(true);
+    let (plain_wakes, plain_got, plain_events) = burst_run(1, 5, |_, _, _| {});
+    let (wakes, got, events) = burst_run(1, 5, |e, links, _| e.coalesce_arrivals(links[0]).unwrap());
     assert_eq!(plain_wakes, 15, "one wake per message by default");
     assert_eq!(wakes, 3, "one wake per arrival tick (0, 1000 and 1001 plus the latency)");
     assert_eq!(got, plain_got, "the same messages in the same order");
@@ -265,42 +251,18 @@ fn coalescing_links_wake_once_per_arrival_tick_and_lose_nothing() {
     assert_eq!(plain_events - events, 12);
 }
 
-/// Three senders of 2 messages a tick (at ticks 0, 1000 and 1001) into one gatherer, whose
-/// arrivals merge or not: (arrival wakes, messages in the order taken, events).
-fn gather_run(merge: bool) -> (u64, Vec<u64>, u64) {
-    let mut e = Engine::new();
-    let senders: Vec<_> = (0..3).map(|_| e.reserve()).collect();
-    let g = e.reserve();
-    let links: Vec<_> = senders.iter().map(|&s| e.connect(s, g, spec("burst", 1, 64)).unwrap()).collect();
-    if merge {
-        e.merge_arrivals(g).unwrap();
-    }
-    for (&s, &l) in senders.iter().zip(&links) {
-        e.install(s, Burst::Sender { out: l, per_tick: 2 }).unwrap();
-    }
-    e.install(g, Burst::Gather { inps: links, wakes: 0, got: vec![] }).unwrap();
-    let summary = e.run(None).unwrap();
-    let Some(Burst::Gather { wakes, got, .. }) = e.component(g) else { panic!("gatherer") };
-    (*wakes, got.clone(), summary.events)
-}
-
 #[test]
 fn merged_inputs_wake_once_per_arrival_tick_and_lose_nothing() {
-    let (plain_wakes, plain_got, plain_events) = gather_run(false);
-    let (wakes, got, events) = gather_run(true);
+    // Three senders of 2 messages a tick into one drainer, whose arrivals merge or not.
+    let (plain_wakes, plain_got, plain_events) = burst_run(3, 2, |_, _, _| {});
+    let (wakes, got, events) = burst_run(3, 2, |e, _, d| e.merge_arrivals(d).unwrap());
     assert_eq!(plain_wakes, 18, "one wake per message by default");
     assert_eq!(wakes, 3, "one wake per arrival tick, whichever input");
     assert_eq!(got, plain_got, "the same messages in the same order");
     assert_eq!(got.len(), 18);
     assert_eq!(plain_events - events, 15);
     let mut other: Engine<Burst> = Engine::new();
-    assert!(matches!(other.merge_arrivals(g_id()), Err(EngineError::BadSlot(0))));
-}
-
-/// A component id of an engine with one component.
-fn g_id() -> sim_core::ComponentId {
-    let mut e: Engine<Burst> = Engine::new();
-    e.reserve()
+    assert!(matches!(other.merge_arrivals(ComponentId::from_index(0)), Err(EngineError::BadSlot(0))));
 }
 
 #[test]

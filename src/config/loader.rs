@@ -289,14 +289,16 @@ impl Document {
         })
     }
 
+    /// Where errors about `path` point: its location ([`Document::locate`]), else the
+    /// document's own, else the command line.
+    pub fn place(&self, path: &str) -> Location {
+        self.locate(path).or(self.provenance.here.as_ref()).cloned().unwrap_or_else(Location::command_line)
+    }
+
     /// Turns a semantic validation failure found later (by the caller, after deserialize) into a
     /// ConfigError at `path` with the same location and value lookup.
     pub fn error_at(&self, path: &str, message: impl Into<String>) -> ConfigError {
-        let location = self
-            .locate(path)
-            .or(self.provenance.here.as_ref())
-            .cloned()
-            .unwrap_or_else(Location::command_line);
+        let location = self.place(path);
         let value = self.get(path).filter(|v| !matches!(v, Value::Table(_) | Value::Array(_)));
         ConfigError::Invalid {
             location,

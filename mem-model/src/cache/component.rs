@@ -882,7 +882,7 @@ where
         // The request behind this one is looked up next on this port, a cycle or more from
         // now: bring its set's tags and replacement state into the host's cache meanwhile (a
         // lookup in a large simulated cache otherwise waits for host memory).
-        if let Some(next) = ctx.peek_queued(self.ports[p].inp, 0).and_then(Carries::<MemRequest>::view) {
+        if let Some(next) = ctx.peek_queued(self.ports[p].inp).and_then(Carries::<MemRequest>::view) {
             let set = self.tags.set_of(next.addr >> ls);
             self.tags.prefetch(set);
             self.policy.prefetch(set);

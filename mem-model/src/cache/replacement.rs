@@ -180,25 +180,12 @@ impl Replacement {
     /// Host hint: a lookup in `set` is coming (see [`sim_core::host::prefetch`]).
     #[inline]
     pub fn prefetch(&self, set: usize) {
+        let span = |ways: usize| set * ways..(set + 1) * ways;
         match self {
-            Replacement::Lru(p) => prefetch_span(&p.stamp, set * p.ways, p.ways),
-            Replacement::Srrip(p) => prefetch_span(&p.rrpv, set * p.ways, p.ways),
+            Replacement::Lru(p) => sim_core::host::prefetch_slice(p.stamp.get(span(p.ways)).unwrap_or(&[])),
+            Replacement::Srrip(p) => sim_core::host::prefetch_slice(p.rrpv.get(span(p.ways)).unwrap_or(&[])),
             Replacement::Random(_) => {}
         }
-    }
-}
-
-/// Prefetches the host cache lines of `v[first..first + n]`.
-#[inline]
-pub(crate) fn prefetch_span<T>(v: &[T], first: usize, n: usize) {
-    let Some(span) = v.get(first..first + n) else { return };
-    // One hint per 64-byte host line the span touches.
-    let step = (64 / std::mem::size_of::<T>().max(1)).max(1);
-    for x in span.iter().step_by(step) {
-        sim_core::host::prefetch(x);
-    }
-    if let Some(last) = span.last() {
-        sim_core::host::prefetch(last);
     }
 }
 

@@ -103,7 +103,7 @@ impl TagArray {
     /// Host hint: a lookup in `set` is coming (see [`sim_core::host::prefetch`]).
     #[inline]
     pub fn prefetch(&self, set: usize) {
-        super::replacement::prefetch_span(&self.slots, set * self.ways, self.ways);
+        sim_core::host::prefetch_slice(self.slots(set));
     }
 
     /// The way of `set` holding `line`, if any.
