@@ -55,8 +55,9 @@ pub struct Experiment {
     pub systems: Vec<(String, SystemPlan)>,
     /// Output directory.
     pub out_dir: PathBuf,
-    /// Simulated-time limit of each run.
-    pub max_sim_time: Tick,
+    /// `experiment.max_sim_time`: the simulated-time limit of each run (see
+    /// [`Experiment::time_limit`] for the default).
+    pub max_sim_time: Option<Tick>,
     /// The instances of workloads that read an index trace or a triples file, by workload name.
     pub traces: HashMap<String, EmbeddingBagInstance>,
     /// The `.daeidx` files of workloads that read one, by workload name: streamed batch by
@@ -97,11 +98,14 @@ fn override_bounded<const N: usize>(
     Ok(())
 }
 
+/// Most cores a system may have, and most LLC banks.
+const MAX_CORES: u32 = 4096;
+
 fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, ConfigError> {
     let at = |key: &str| format!("system[{i}].{key}");
     let cores = *required(doc, at("cores"), &s.cores)?;
-    if cores == 0 || cores > 4096 {
-        return Err(doc.error_at(&at("cores"), "must be in 1..=4096"));
+    if cores == 0 || cores > MAX_CORES {
+        return Err(doc.error_at(&at("cores"), format!("must be in 1..={MAX_CORES}")));
     }
     let c = required(doc, at("core"), &s.core)?;
     let clock = Clock::new(c.clock).map_err(|e| doc.error_at(&at("core.clock"), e.to_string()))?;
@@ -112,9 +116,12 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
     if c.vector_bits == 0 || c.vector_bits % 32 != 0 || c.vector_bits > 2048 {
         return Err(doc.error_at(&at("core.vector_bits"), "must be a multiple of 32 up to 2048"));
     }
-    for (v, key) in [(c.issue_width, "core.issue_width"), (c.max_outstanding, "core.max_outstanding")] {
-        if v == 0 {
-            return Err(doc.error_at(&at(key), "must be at least 1"));
+    // The bounds of `exec_core::Core::new`, checked here to name the file and key.
+    for (v, key, max) in
+        [(c.issue_width, "core.issue_width", 1024), (c.max_outstanding, "core.max_outstanding", 1 << 20)]
+    {
+        if !(1..=max).contains(&v) {
+            return Err(doc.error_at(&at(key), format!("must be 1 to {max}")));
         }
     }
     let l = c.latency_cycles;
@@ -151,6 +158,10 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         ],
     )?;
     if let Some(p) = c.mispredict_penalty {
+        // A million cycles is far beyond any real pipeline; more is a typo that would run on.
+        if p > 1_000_000 {
+            return Err(doc.error_at(&at("core.mispredict_penalty"), "must be 0 to 1000000 cycles"));
+        }
         core.mispredict_penalty = p;
     }
     if let Some(fu) = c.functional_units {
@@ -206,9 +217,14 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
                 unit.outq_flush_cycles = f;
             }
             if u64::from(unit.lanes) > a.storage.bytes() / 64 {
-                return Err(
-                    doc.error_at(&at("access_unit.lanes"), "leaves less than 64 B of storage per lane")
-                );
+                // Either key may be the one at fault: name both.
+                return Err(doc.error_at(
+                    &at("access_unit.storage"),
+                    format!(
+                        "{} over {} lanes (access_unit.lanes) leaves less than 64 B per lane",
+                        a.storage, unit.lanes
+                    ),
+                ));
             }
             Some(AccessUnitSpec { unit, outq_entries: a.outq_entries })
         }
@@ -239,9 +255,21 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
     };
     let mut caches = CachePlan::default();
     if let Some(cs) = &s.caches {
-        for (key, level) in [("l1d", &cs.l1d), ("l2", &cs.l2), ("llc", &cs.llc)] {
+        let banks = cs.llc_banks.unwrap_or(0);
+        if banks > MAX_CORES {
+            return Err(doc
+                .error_at(&at("caches.llc_banks"), format!("must be 0 (one bank per core) to {MAX_CORES}")));
+        }
+        // Lines of the whole chip: per core the private levels, per bank the LLC.
+        let mut chip_lines = 0u64;
+        let copies = [u64::from(cores), u64::from(cores), u64::from(if banks == 0 { cores } else { banks })];
+        for ((key, level), copies) in
+            [("l1d", &cs.l1d), ("l2", &cs.l2), ("llc", &cs.llc)].into_iter().zip(copies)
+        {
             if let Some(cfg) = level {
-                cfg.geometry().map_err(|e| doc.error_at(&at(&format!("caches.{key}")), e.to_string()))?;
+                let g =
+                    cfg.geometry().map_err(|e| doc.error_at(&at(&format!("caches.{key}")), e.to_string()))?;
+                chip_lines = chip_lines.saturating_add(g.sets * u64::from(g.ways) * copies);
                 if cfg.line.bytes() != line as u64 {
                     return Err(doc.error_at(
                         &at(&format!("caches.{key}.line")),
@@ -249,6 +277,29 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
                     ));
                 }
             }
+        }
+        // Each simulated line costs the host its tag and replacement state (tens of bytes), all
+        // allocated when the chip is built: past this many, the chip would not fit in memory.
+        if chip_lines > mem_model::cache::MAX_LINES {
+            return Err(doc.error_at(
+                &at("caches"),
+                format!(
+                    "the chip's caches hold {chip_lines} lines in all ({cores} cores' private levels and \
+                     every LLC bank), above the supported maximum of {}",
+                    mem_model::cache::MAX_LINES
+                ),
+            ));
+        }
+        if let Some(noc) = &s.noc {
+            noc.check(c.line).map_err(|e| {
+                let key = match &e {
+                    mem_model::cache::CrossbarError::Zero { field } => field,
+                    mem_model::cache::CrossbarError::Granule(_) => "granule",
+                    mem_model::cache::CrossbarError::TooManyInFlight(_) => "max_in_flight",
+                    _ => "topology",
+                };
+                doc.error_at(&at(&format!("noc.{key}")), e.to_string())
+            })?;
         }
         caches = CachePlan {
             l1d: cs.l1d.clone(),
@@ -779,6 +830,17 @@ pub fn load_gpu_system(path: &Path) -> Result<gpu_model::GpuSim, ConfigError> {
 }
 
 impl Experiment {
+    /// The simulated-time limit of a run on `inst`: `experiment.max_sim_time` if given, else
+    /// 1 ms plus 10 us per row lookup. The slowest shipped runs take tens of nanoseconds a
+    /// lookup, so no sound run comes near it, while a program stuck in a loop is reported after
+    /// seconds of host time rather than the half hour a fixed second of simulated time took.
+    pub fn time_limit(&self, inst: &EmbeddingBagInstance) -> Tick {
+        self.max_sim_time.unwrap_or_else(|| {
+            let lookups = inst.indices.len() as u64;
+            (PS_PER_SECOND / 1000).saturating_add(lookups.saturating_mul(PS_PER_SECOND / 100_000))
+        })
+    }
+
     /// Loads and validates `path`, applying `overrides`.
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
         Self::from_document(Document::load(path)?, path, overrides)
@@ -888,7 +950,7 @@ impl Experiment {
             Some(o) => PathBuf::from(o),
             None => PathBuf::from("out").join(&file.experiment.name),
         });
-        let max_sim_time = file.experiment.max_sim_time.map_or(PS_PER_SECOND, |t| t.ps());
+        let max_sim_time = file.experiment.max_sim_time.map(|t| t.ps());
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -1253,7 +1315,7 @@ fn run_one(
     input: &PairInput,
 ) -> Outcome {
     let t0 = Instant::now();
-    let result = run_pair(&exp.seeds(), exp.max_sim_time, plan, spec, &input.0, &input.1);
+    let result = run_pair(&exp.seeds(), exp.time_limit(&input.0), plan, spec, &input.0, &input.1);
     Outcome::of(exp, name, plan, spec, result, t0.elapsed().as_secs_f64())
 }
 

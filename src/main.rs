@@ -13,6 +13,23 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// `print!` that returns a failed write to standard output (a full disk, a closed pipe) as an
+/// error, where `print!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).context("writing to standard output")
+    }};
+}
+
+/// `println!` that returns a failed write as an error (see `out!`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).context("writing to standard output")
+    }};
+}
+
 const EXAMPLES: &str = "\
 Examples:
   dae-sim --config configs/h100-vs-dae.toml            run an experiment: table + out/<name>/results.json
@@ -157,7 +174,7 @@ struct CompileArgs {
     #[arg(long, value_name = "FILE")]
     workload: PathBuf,
     /// Cores to partition the work over.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     cores: u32,
     /// Which core's programs to print.
     #[arg(long, default_value_t = 0)]
@@ -166,10 +183,10 @@ struct CompileArgs {
     #[arg(long)]
     core_only: bool,
     /// f32 lanes per vector register.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=64))]
     lanes: u32,
     /// Access-unit lanes: a bag's lookups advance in lockstep over them (1: single-lane).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     au_lanes: u32,
     /// Seed of the workload's indices.
     #[arg(long, default_value_t = 1)]
@@ -337,7 +354,8 @@ fn run(args: &RunArgs) -> Result<bool> {
             Progress::Batch { .. } => {}
         }
     });
-    print!("{}", report::table(&exp, &outcomes));
+    // A failed print (a full disk) still writes the results; its error comes after.
+    let printed = out!("{}", report::table(&exp, &outcomes));
     let results = report::json(&exp, &outcomes);
     let path = report::write_json(&exp.out_dir, "results.json", &results)
         .with_context(|| format!("writing results into {}", exp.out_dir.display()))?;
@@ -353,6 +371,7 @@ fn run(args: &RunArgs) -> Result<bool> {
             .collect();
         eprintln!("results: {} (and {})", path.display(), names.join(", "));
     }
+    printed?;
     // After results.json, so a dump that fails loses no results; its error comes last.
     let dumped = match &dump {
         Some(d) => dump::dump(&exp, &outcomes, d).map(|files| {
@@ -414,8 +433,8 @@ fn compile(args: &CompileArgs) -> Result<()> {
         // What was built before the failure shows where it failed.
         if args.print_after_all {
             for (name, text) in core {
-                println!("// ----- after {name} -----");
-                print!("{text}");
+                outln!("// ----- after {name} -----")?;
+                out!("{text}")?;
             }
         }
         return Err(e).with_context(|| format!("compiling {}", args.workload.display()));
@@ -423,14 +442,14 @@ fn compile(args: &CompileArgs) -> Result<()> {
     let stage = |name: &str| core.iter().rev().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
     if args.print_after_all {
         for (name, text) in core {
-            println!("// ----- after {name} -----");
-            print!("{text}");
+            outln!("// ----- after {name} -----")?;
+            out!("{text}")?;
         }
         return Ok(());
     }
     let wanted: &[&str] = match args.emit {
         Emit::Loop => {
-            print!("{}", stages.loop_level);
+            out!("{}", stages.loop_level)?;
             return Ok(());
         }
         Emit::Slc => &["slc"],
@@ -443,9 +462,9 @@ fn compile(args: &CompileArgs) -> Result<()> {
         match stage(name) {
             Some(text) => {
                 if args.emit == Emit::All {
-                    println!("// ----- {name} -----");
+                    outln!("// ----- {name} -----")?;
                 }
-                print!("{text}");
+                out!("{text}")?;
             }
             None if args.emit != Emit::All => {
                 bail!(
@@ -471,9 +490,9 @@ fn bench_engine() -> Result<()> {
         pp.push(measure(ping_pong(10_000_000)?)?.events_per_second());
         fan.push(measure(fan_out_fan_in(64, 80_000)?)?.events_per_second());
     }
-    println!("engine, median of {reps} runs, one thread:");
-    println!("  ping-pong pair          {:>7.1} M events/s", median(pp) / 1e6);
-    println!("  fan-out/fan-in, 64 leaves {:>5.1} M events/s", median(fan) / 1e6);
+    outln!("engine, median of {reps} runs, one thread:")?;
+    outln!("  ping-pong pair          {:>7.1} M events/s", median(pp) / 1e6)?;
+    outln!("  fan-out/fan-in, 64 leaves {:>5.1} M events/s", median(fan) / 1e6)?;
     Ok(())
 }
 
@@ -497,9 +516,9 @@ fn mem(args: &MemArgs) -> Result<()> {
         let host = t0.elapsed().as_secs_f64();
         let value = mem_frontend::curve_json(&preset, &opts, &curve);
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            outln!("{}", serde_json::to_string_pretty(&value)?)?;
         } else {
-            print!("{}", mem_frontend::curve_table(&preset, &curve));
+            out!("{}", mem_frontend::curve_table(&preset, &curve))?;
         }
         let file = report::write_json(&args.out, "latency-curve.json", &value)
             .with_context(|| format!("writing latency-curve.json into {}", args.out.display()))?;
@@ -543,13 +562,15 @@ fn mem(args: &MemArgs) -> Result<()> {
     };
     let run = mem_frontend::run(&preset, &traffic, &opts)?;
     let value = mem_frontend::json(&preset, &traffic, &opts, &run);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
+    // A failed print (a full disk) still writes the results file; its error comes after.
+    let printed = if args.json {
+        outln!("{}", serde_json::to_string_pretty(&value)?)
     } else {
-        print!("{}", mem_frontend::table(&preset, &traffic, &opts, &run));
-    }
+        out!("{}", mem_frontend::table(&preset, &traffic, &opts, &run))
+    };
     let file = report::write_json(&args.out, "mem-results.json", &value)
         .with_context(|| format!("writing mem-results.json into {}", args.out.display()))?;
+    printed?;
     if !args.quiet {
         eprintln!(
             "host speed: {:.2} M requests/s ({} requests, {} events in {:.3} s); results: {}",
@@ -574,8 +595,8 @@ fn bench_mem() -> Result<()> {
         v[v.len() / 2]
     };
     let (reps, requests) = (3, 1_000_000);
-    println!("{}, {requests} reads of 64 B, median of {reps} runs, one thread:", spec.name());
-    println!("  DRAM model alone (mem-model's closed-loop bench requester):");
+    outln!("{}, {requests} reads of 64 B, median of {reps} runs, one thread:", spec.name())?;
+    outln!("  DRAM model alone (mem-model's closed-loop bench requester):")?;
     for (label, pattern) in [("random", BenchPattern::Random), ("stream", BenchPattern::Streaming)] {
         let cfg = BenchConfig::new(spec, pattern, requests);
         let mut speeds = Vec::new();
@@ -585,11 +606,11 @@ fn bench_mem() -> Result<()> {
             speeds.push(r.requests_per_second());
             gbps = r.bandwidth() / 1e9;
         }
-        println!("    {label:<8} {:>7.2} M requests/s  ({gbps:.1} GB/s simulated)", median(speeds) / 1e6);
+        outln!("    {label:<8} {:>7.2} M requests/s  ({gbps:.1} GB/s simulated)", median(speeds) / 1e6)?;
     }
-    println!("  through `dae-sim mem` (trace driver + generator, as fast as accepted):");
+    outln!("  through `dae-sim mem` (trace driver + generator, as fast as accepted):")?;
     for (pattern, speed) in mem_frontend::bench(&preset, requests, reps)? {
-        println!("    {:<8} {:>7.2} M requests/s", pattern.as_str(), speed / 1e6);
+        outln!("    {:<8} {:>7.2} M requests/s", pattern.as_str(), speed / 1e6)?;
     }
     Ok(())
 }
@@ -606,10 +627,10 @@ fn bench_system() -> Result<()> {
     let path = shipped_config("bench-system.toml");
     let exp = Experiment::load(&path, &Overrides::default())?;
     let reps = 3;
-    println!(
+    outln!(
         "{}: simulated memory requests per host second, median of {reps} runs, one thread:",
         path.display()
-    );
+    )?;
     let seeds = SeedTree::new(exp.file.experiment.seed);
     for spec in &exp.file.workload {
         let inst = exp.instance(spec);
@@ -620,7 +641,7 @@ fn bench_system() -> Result<()> {
             let mut runs = Vec::new();
             for _ in 0..reps {
                 let t0 = Instant::now();
-                let r = dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time, &seeds)?;
+                let r = dae_sim::system::run(sys, &compiled, &reference, exp.time_limit(&inst), &seeds)?;
                 let secs = t0.elapsed().as_secs_f64();
                 if let Err(e) = &r.verified {
                     bail!("{} on {name}: outputs differ from the reference: {e}", spec.name);
@@ -629,12 +650,12 @@ fn bench_system() -> Result<()> {
             }
             runs.sort_by(|a, b| a.0.total_cmp(&b.0));
             let (rate, secs, requests, events) = runs[runs.len() / 2];
-            println!(
+            outln!(
                 "  {} on {name} ({} cores): {:.2} M requests/s ({requests} requests, {events} events, {secs:.1} s)",
                 spec.name,
                 sys.cores,
                 rate / 1e6
-            );
+            )?;
         }
     }
     Ok(())
@@ -664,11 +685,11 @@ fn bench_stream(
     let spec = &exp.file.workload[0];
     let count = spec.batches.max(1);
     let source = trace.map_or_else(|| "generated on the fly".to_string(), |t| t.display().to_string());
-    println!(
+    outln!(
         "{}: {count} batches of {} lookups ({source}), {threads} at a time",
         path.display(),
         spec.lookups()
-    );
+    )?;
     let rss_before = dae_sim::stream::peak_rss_bytes();
     let t0 = Instant::now();
     let mut last_print = Instant::now();
@@ -684,13 +705,13 @@ fn bench_stream(
         let sum = dae_sim::stream::check_workload(&exp, spec, threads, progress)
             .map_err(|e| anyhow!("{}: {e}", spec.name))?;
         let secs = t0.elapsed().as_secs_f64();
-        println!(
+        outln!(
             "  functional: {} batches, {} lookups read, compiled and reduced in {secs:.0} s host ({:.2} M lookups/s); output sum {:.6e}",
             sum.batches,
             sum.lookups,
             sum.lookups as f64 / secs / 1e6,
             sum.output_sum
-        );
+        )?;
     } else {
         let outcomes = dae_sim::stream::run_workload(&exp, spec, threads, progress);
         let secs = t0.elapsed().as_secs_f64();
@@ -699,23 +720,23 @@ fn bench_stream(
             if let Some(Err(e)) = &m.verified {
                 bail!("{} on {}: outputs differ from the reference: {e}", o.workload, o.system);
             }
-            println!(
+            outln!(
                 "  {} lookups verified on {} in {secs:.0} s host ({:.2} M lookups/s); simulated {:.3} ms",
                 m.lookups,
                 o.system,
                 m.lookups as f64 / secs / 1e6,
                 m.time as f64 / 1e9
-            );
+            )?;
         }
     }
     let mib = |b: Option<u64>| {
         b.map_or("n/a (no /proc/self/status)".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0))
     };
-    println!(
+    outln!(
         "  peak RSS: {} (after loading the config: {})",
         mib(dae_sim::stream::peak_rss_bytes()),
         mib(rss_before)
-    );
+    )?;
     Ok(())
 }
 
@@ -726,7 +747,7 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
     let overrides = Overrides { seed: None, out: args.out.clone() };
     let sw = Sweep::load(&args.config, &overrides)?;
     if args.list {
-        print!("{}", sweep::list(&sw));
+        out!("{}", sweep::list(&sw))?;
         return Ok(true);
     }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -805,8 +826,8 @@ fn gpu_calibrate(system: &std::path::Path, scale: f64) -> Result<()> {
     let cal =
         gpu_model::calibration::run(&gpu, gpu_model::calibration::Scale(scale), &sim_core::SeedTree::new(1))
             .map_err(|e| anyhow!("{}: {e}", system.display()))?;
-    println!("GPU calibration of {} ({:.1} s host)\n", system.display(), t0.elapsed().as_secs_f64());
-    print!("{}", cal.table());
+    outln!("GPU calibration of {} ({:.1} s host)\n", system.display(), t0.elapsed().as_secs_f64())?;
+    out!("{}", cal.table())?;
     Ok(())
 }
 

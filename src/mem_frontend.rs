@@ -445,6 +445,8 @@ pub struct Latency {
 /// DRAM-only figures.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DramFigures {
+    /// Ticks at which the first data burst began and the last one ended (none: no data moved).
+    pub data_window: Option<(Tick, Tick)>,
     /// Row-buffer hits.
     pub row_hits: u64,
     /// Row-buffer misses (bank closed).
@@ -479,10 +481,18 @@ pub struct MemRun {
 }
 
 impl MemRun {
-    /// Achieved bandwidth in GB/s, measured over the responses (see
-    /// [`DriverReport::delivered_bytes_per_second`]).
+    /// Achieved bandwidth in GB/s: the bytes moved over the time the memory moved data, from
+    /// the start of its first data burst to the end of its last (a DRAM; the simple model: from
+    /// the first request to the last response). A ramp-up (the first latency) and a drain are
+    /// left out, so short runs are not understated, and no byte counts without its time, so no
+    /// run can exceed the data buses' peak.
     pub fn gb_per_s(&self) -> f64 {
-        self.driver.delivered_bytes_per_second() / 1e9
+        let window = match self.dram.as_ref().map(|d| d.data_window) {
+            Some(Some((first, last))) => last.saturating_sub(first),
+            Some(None) => 0,
+            None => self.driver.active_time(),
+        };
+        if window == 0 { 0.0 } else { self.driver.bytes() as f64 * 1e12 / window as f64 / 1e9 }
     }
 
     /// Requests simulated per host second.
@@ -509,8 +519,9 @@ fn source(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Result
     })
 }
 
-/// Simulated time run between checks of whether the driver is done; DRAM refresh keeps
-/// scheduling events forever, so the run stops when the driver finishes, not when events do.
+/// Simulated time run between checks of whether the run is over; DRAM refresh keeps
+/// scheduling events forever, so the run stops when the driver has finished and the memory
+/// holds no request (posted writes drained), not when events do.
 const SLICE: Tick = 10_000_000;
 
 /// Runs `traffic` on `preset`.
@@ -558,9 +569,13 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
     let t0 = Instant::now();
     let mut events = 0;
     loop {
-        let s = e.run(Some(e.now().saturating_add(SLICE)))?;
+        // Each slice starts at the next pending event: an idle gap between a trace's records,
+        // however long, costs one step.
+        let from = e.next_event().map_or(e.now(), |t| t.max(e.now()));
+        let s = e.run(Some(from.saturating_add(SLICE)))?;
         events += s.events;
-        let done = matches!(e.component(drv), Some(Node::Driver(d)) if d.finished());
+        let done = matches!(e.component(drv), Some(Node::Driver(d)) if d.finished())
+            && e.component(mem).is_some_and(|m| !m.busy());
         if done || !s.hit_limit {
             break;
         }
@@ -599,6 +614,7 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
             }
             let c = m.counters();
             Some(DramFigures {
+                data_window: c.first_data_tick.map(|first| (first, c.last_data_tick)),
                 row_hits: c.row_hits,
                 row_misses: c.row_misses,
                 row_conflicts: c.row_conflicts,
@@ -608,11 +624,13 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
         }
         Some(Node::Simple(_)) | Some(Node::Driver(_)) | None => None,
     };
+    // Posted writes are answered on arrival; their data reaches the device later.
+    let end_tick = report.last_response.max(dram.as_ref().and_then(|d| d.data_window).map_or(0, |w| w.1));
     Ok(MemRun {
         driver: report,
         read_latency,
         dram,
-        end_tick: report.last_response,
+        end_tick,
         events,
         stats: stats.to_json(),
         in_flight,

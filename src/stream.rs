@@ -193,10 +193,10 @@ fn run_batch(
             let t0 = Instant::now();
             let step = match plan {
                 SystemPlan::Dae(sys) => {
-                    crate::experiment::run_dae(&seeds, exp.max_sim_time, sys, spec, inst, &reference)
+                    crate::experiment::run_dae(&seeds, exp.time_limit(inst), sys, spec, inst, &reference)
                         .map(|r| Step::Dae(Box::new(r)))
                 }
-                SystemPlan::Gpu(g) => crate::experiment::run_gpu(&seeds, exp.max_sim_time, g, spec, inst)
+                SystemPlan::Gpu(g) => crate::experiment::run_gpu(&seeds, exp.time_limit(inst), g, spec, inst)
                     .map(|(m, h)| Step::Gpu(Box::new(m), h)),
             };
             (step, t0.elapsed().as_secs_f64())

@@ -325,7 +325,7 @@ pub enum SystemError {
     Engine(#[from] sim_core::EngineError),
     /// The run was still going at its simulated-time limit.
     #[error(
-        "still running after {limit} ps of simulated time (raise experiment.max_sim_time if this is expected); busy: {report}"
+        "still running after {limit} ps of simulated time (the limit is experiment.max_sim_time, by default 1 ms plus 10 us per lookup: set it to run longer); busy: {report}"
     )]
     TimeLimit {
         /// The limit.
@@ -348,6 +348,24 @@ fn build_err(component: &str, e: impl std::fmt::Display) -> SystemError {
 }
 
 /// Names and states of the components still busy.
+/// The tick at which the last core and access unit finished (`None` if one has not).
+fn finish_tick(
+    e: &Engine<Node>,
+    cores: &[(String, ComponentId)],
+    units: &[(String, ComponentId)],
+) -> Option<Tick> {
+    let mut end = 0;
+    for (_, id) in cores.iter().chain(units) {
+        let done = match e.component(*id) {
+            Some(Node::Core(c)) => c.finish_tick(),
+            Some(Node::Au(u)) => u.counters().finish_tick,
+            _ => continue,
+        };
+        end = end.max(done?);
+    }
+    Some(end)
+}
+
 fn busy_report(e: &Engine<Node>) -> Vec<String> {
     (0..e.component_count())
         .filter_map(|i| e.component(sim_core::ComponentId::from_index(i)))
@@ -611,9 +629,15 @@ pub fn run(
         }
     }
     let summary = summary?;
-    if summary.hit_limit {
-        return Err(SystemError::TimeLimit { limit: max_time, report: format!("{:?}", busy_report(&e)) });
+    // A timer left behind by a finished component (an access unit's flush deadline) may lie
+    // beyond the limit: only work still held is a run out of time.
+    let busy = busy_report(&e);
+    if summary.hit_limit && !busy.is_empty() {
+        return Err(SystemError::TimeLimit { limit: max_time, report: format!("{busy:?}") });
     }
+    // The run ends when the last core and unit have finished (every request of theirs
+    // answered), not at the last event: a stale timer firing later is not simulated time.
+    let end_tick = finish_tick(&e, &cores, &units).unwrap_or(summary.end_tick);
 
     // Outputs equal the reference bit for bit, or lie within its error bound where the
     // operation's sums round (see `EmbeddingBagInstance::tolerance`).
@@ -657,7 +681,7 @@ pub fn run(
     // The workload's lookups, however the program fetches them (whole rows or chunks).
     let lookups = w.instance.indices.len() as u64;
     let (mut issued_requests, mut instructions, mut au_requests) = (0, 0, 0);
-    let mut breakdown = crate::breakdown::BreakdownBuilder::new(summary.end_tick);
+    let mut breakdown = crate::breakdown::BreakdownBuilder::new(end_tick);
     for (_, id) in cores.iter().chain(&units) {
         match e.component(*id) {
             Some(Node::Core(c)) => {
@@ -677,7 +701,7 @@ pub fn run(
         }
     }
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
-    let activity = activity(&e, summary.end_tick, &cores, &units, &caches, mem, sys);
+    let activity = activity(&e, end_tick, &cores, &units, &caches, mem, sys);
     let (bytes, requests) = match e.component(mem) {
         Some(Node::Dram(d)) => {
             let c = d.counters();
@@ -689,7 +713,7 @@ pub fn run(
         ),
     };
     Ok(RunResult {
-        sim_time: summary.end_tick,
+        sim_time: end_tick,
         lookups,
         bytes,
         requests,

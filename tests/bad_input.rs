@@ -147,6 +147,65 @@ fn out_of_range_core_and_access_unit_sizes_are_named() {
 }
 
 #[test]
+fn values_the_components_would_refuse_at_build_are_named_at_load() {
+    // Each once failed only when its pair ran, without the file or the key.
+    for (edit, key, why) in [
+        ("core = { max_outstanding = 4000000000 }", "system[1].core.max_outstanding", "must be 1 to 1048576"),
+        ("core = { mispredict_penalty = 4000000000 }", "system[1].core.mispredict_penalty", "must be 0 to"),
+        (
+            "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 0 }",
+            "noc.max_in_flight",
+            "at least 1",
+        ),
+        (
+            "noc = { topology = { kind = \"crossbar\", cycles = 8 }, bank_queue = 0 }",
+            "noc.bank_queue",
+            "at least 1",
+        ),
+        (
+            "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 4000000000 }",
+            "noc.max_in_flight",
+            "above the supported maximum",
+        ),
+        ("caches.llc_banks = 100000", "system[1].caches.llc_banks", "must be 0 (one bank per core) to 4096"),
+    ] {
+        let cfg = edited_experiment(
+            "build-range",
+            "cores = 4\naccess_unit = \"none\"",
+            &format!("cores = 4\naccess_unit = \"none\"\n{edit}"),
+        );
+        let err = config_fails(&cfg);
+        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
+    }
+}
+
+#[test]
+fn caches_too_large_for_host_memory_are_refused_before_anything_is_built() {
+    // Four 4 GiB LLC banks pass every per-cache check, but their tags and replacement state
+    // would take about 8 GiB of host memory, allocated when the chip is built: an abort.
+    let cfg = edited_experiment(
+        "huge-llc",
+        "cores = 4\naccess_unit = \"none\"",
+        "cores = 4\naccess_unit = \"none\"\ncaches.llc.size = \"4GiB\"",
+    );
+    let err = config_fails(&cfg);
+    says(&err, &["system[1].caches: the chip's caches hold", "above the supported maximum of 67108864"]);
+}
+
+#[test]
+fn too_little_stream_storage_for_the_lanes_names_both_keys() {
+    let cfg = edited_experiment("au-storage", "cores = 4\n", "cores = 4\naccess_unit.storage = \"100B\"\n");
+    let err = config_fails(&cfg);
+    says(
+        &err,
+        &[
+            &format!("{}:", cfg.display()),
+            "system[0].access_unit.storage: 100B over 8 lanes (access_unit.lanes)",
+        ],
+    );
+}
+
+#[test]
 fn a_zero_sized_output_queue_names_the_key_and_the_value() {
     let cfg = edited_experiment("zero-outq", "cores = 4\n", "cores = 4\naccess_unit.outq_entries = 0\n");
     let err = config_fails(&cfg);
@@ -812,6 +871,17 @@ fn zero_sized_queue_names_file_line_and_key() {
     let err = fails(&dir, &["mem", "--memory", "broken.toml"]);
     let want = format!("error: broken.toml:{line}:1: controller.read_queue: must be above zero (value: 0)");
     assert_eq!(err.trim_end(), want);
+}
+
+#[test]
+fn a_refresh_longer_than_its_interval_is_refused_at_load() {
+    // nRFC (560 cycles) blocks the pseudo-channel at every refresh: an interval no longer than
+    // that leaves no time to serve anything, which once showed only as a livelock at run time.
+    let dir = temp_dir("rfc-interval");
+    let (_, line) = broken_preset(&dir, "refresh_interval", "refresh_interval = \"nRFC\"");
+    let err = fails(&dir, &["mem", "--memory", "broken.toml", "--requests", "100"]);
+    let at = format!("error: broken.toml:{line}:1: latency.refresh_interval: 560 cycles leave no time");
+    says(&err, &[&at, "blocks its banks for 560 cycles"]);
 }
 
 // ---------------------------------------------------------------------------------------------

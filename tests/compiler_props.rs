@@ -177,7 +177,12 @@ fn chips() -> &'static Chips {
         assert!(dae.access_unit.is_some());
         let mut cpu = (**dae).clone();
         cpu.access_unit = None;
-        Chips { dae: (**dae).clone(), cpu, max_time: exp.max_sim_time, base: exp.file.workload[0].clone() }
+        Chips {
+            dae: (**dae).clone(),
+            cpu,
+            max_time: exp.max_sim_time.expect("set in the config above"),
+            base: exp.file.workload[0].clone(),
+        }
     })
 }
 

@@ -94,7 +94,7 @@ fn hand_written_programs_compute_every_op_family_bit_for_bit() {
         let (_, plan) = exp.systems.iter().find(|(n, _)| n == family).unwrap();
         let SystemPlan::Dae(sys) = plan else { panic!("a DAE system") };
         assert!(sys.programs.is_some());
-        let m = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference)
+        let m = run_pair(&seeds, exp.time_limit(&inst), plan, spec, &inst, &reference)
             .unwrap_or_else(|e| panic!("{} on {family}: {e}", spec.name));
         assert_eq!(m.verified, Some(Ok(())), "{} on {family}", spec.name);
         assert_eq!(m.lookups, inst.indices.len() as u64, "{} on {family}", spec.name);
@@ -102,7 +102,7 @@ fn hand_written_programs_compute_every_op_family_bit_for_bit() {
     // A template of another family cannot serve a workload: that pair's error says why.
     let (spec, plan) = (&exp.file.workload[0], &exp.systems[1].1);
     let inst = EmbeddingBagInstance::generate(spec, &seeds);
-    let e = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &inst.reference(spec)).unwrap_err();
+    let e = run_pair(&seeds, exp.time_limit(&inst), plan, spec, &inst, &inst.reference(spec)).unwrap_err();
     assert!(
         e.starts_with("programs: ") && e.contains("{weights}: the workload has no per-lookup weights"),
         "{e}"
@@ -176,7 +176,7 @@ fn tt_embedding_bags_verify_with_the_hand_programs() {
         for (what, inst) in [("generated", &generated), ("corners", &corners)] {
             let reference = inst.reference(spec);
             assert!(reference.iter().any(|&v| v != 0.0), "{} {what}", spec.name);
-            let m = run_pair(&seeds, exp.max_sim_time, plan, spec, inst, &reference)
+            let m = run_pair(&seeds, exp.time_limit(inst), plan, spec, inst, &reference)
                 .unwrap_or_else(|e| panic!("{} {what}: {e}", spec.name));
             assert_eq!(m.verified, Some(Ok(())), "{} {what}", spec.name);
             assert_eq!(m.lookups, inst.indices.len() as u64, "{} {what}", spec.name);
@@ -187,7 +187,7 @@ fn tt_embedding_bags_verify_with_the_hand_programs() {
     let exp = Experiment::load(&cfg, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
     let spec = &exp.file.workload[0];
     let inst = EmbeddingBagInstance::generate(spec, &seeds);
-    let e = run_pair(&seeds, exp.max_sim_time, &exp.systems[0].1, spec, &inst, &inst.reference(spec))
+    let e = run_pair(&seeds, exp.time_limit(&inst), &exp.systems[0].1, spec, &inst, &inst.reference(spec))
         .unwrap_err();
     assert!(e.starts_with(&format!("programs: {stem}.au:")), "{e}");
     assert!(e.contains(": {stride1}: the workload has no tensor-train cores"), "{e}");
@@ -289,7 +289,7 @@ fn a_directory_serves_every_op_family_with_its_own_programs() {
         if spec.name.ends_with("-few") {
             assert!(spec.bags() < 4, "{}: a core without work", spec.name);
         }
-        let m = run_pair(&seeds, exp.max_sim_time, plan, spec, &inst, &reference)
+        let m = run_pair(&seeds, exp.time_limit(&inst), plan, spec, &inst, &reference)
             .unwrap_or_else(|e| panic!("{} on {family}: {e}", spec.name));
         assert_eq!(m.verified, Some(Ok(())), "{} on {family}", spec.name);
         assert_eq!(m.lookups, inst.indices.len() as u64, "{}", spec.name);

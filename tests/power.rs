@@ -63,7 +63,7 @@ fn measure(system: &str, batch: u32) -> Measured {
     let inst = exp.instance(spec);
     let reference = inst.reference(spec);
     let plan: &SystemPlan = &exp.systems.iter().find(|(n, _)| n == system).unwrap().1;
-    run_pair(&exp.seeds(), exp.max_sim_time, plan, spec, &inst, &reference).unwrap()
+    run_pair(&exp.seeds(), exp.time_limit(&inst), plan, spec, &inst, &reference).unwrap()
 }
 
 fn part(e: &EnergyReport, name: &str) -> (f64, f64) {

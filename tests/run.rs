@@ -63,8 +63,8 @@ fn simulated_outputs_equal_the_reference_on_both_chips_and_a_mismatch_is_caught(
     for (name, plan) in &exp.systems {
         let SystemPlan::Dae(sys) = plan else { continue };
         let compiled = compiler::compile(spec, inst.clone(), sys.target_info()).unwrap();
-        let r =
-            dae_sim::system::run(sys, &compiled, &reference, exp.max_sim_time, &SeedTree::new(1)).unwrap();
+        let r = dae_sim::system::run(sys, &compiled, &reference, exp.time_limit(&inst), &SeedTree::new(1))
+            .unwrap();
         assert_eq!(r.verified, Ok(()), "{name}");
         assert_eq!(r.lookups, spec.lookups(), "{name}: every lookup measured once");
         // Bandwidth never above the memory's peak.
@@ -72,10 +72,36 @@ fn simulated_outputs_equal_the_reference_on_both_chips_and_a_mismatch_is_caught(
         assert!(achieved <= sys.peak_bandwidth().bytes_per_second() as f64, "{name}: {achieved} B/s");
         let mut wrong = reference.clone();
         wrong[spec.dim as usize * 3 + 5] += 1.0;
-        let r = dae_sim::system::run(sys, &compiled, &wrong, exp.max_sim_time, &SeedTree::new(1)).unwrap();
+        let r =
+            dae_sim::system::run(sys, &compiled, &wrong, exp.time_limit(&inst), &SeedTree::new(1)).unwrap();
         let err = r.verified.unwrap_err();
         assert!(err.contains("out[3][5]"), "{name}: {err}");
     }
+}
+
+#[test]
+fn a_timer_left_pending_by_a_finished_unit_is_not_simulated_time() {
+    // A flush deadline of 4e9 cycles (1.3 ms) is never reached: the unit publishes its last
+    // chunk when the program ends. The run once lasted until that stale timer fired, past the
+    // time limit, and failed; and any deadline later than the end added idle time to it.
+    let dir = temp_dir("stale-timer");
+    let exp = Experiment::load(&small_experiment(&dir, ""), &Overrides::default()).unwrap();
+    let spec = &exp.file.workload[0];
+    let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(5));
+    let reference = inst.reference(spec);
+    let Some((_, SystemPlan::Dae(dae))) = exp.systems.first() else { panic!("a DAE system first") };
+    let run = |flush: u32| {
+        let mut sys = (**dae).clone();
+        sys.access_unit.as_mut().expect("an access unit").unit.outq_flush_cycles = flush;
+        let compiled = compiler::compile(spec, inst.clone(), sys.target_info()).unwrap();
+        dae_sim::system::run(&sys, &compiled, &reference, exp.time_limit(&inst), &SeedTree::new(1))
+            .unwrap_or_else(|e| panic!("flush after {flush} cycles: {e}"))
+    };
+    let never = run(u32::MAX);
+    let stale = run(4_000_000_000);
+    assert_eq!(stale.verified, Ok(()));
+    assert_eq!(stale.sim_time, never.sim_time, "the same run: the deadline never came");
+    assert!(stale.sim_time < 100_000_000, "{} ps", stale.sim_time);
 }
 
 #[test]
@@ -172,8 +198,8 @@ fn more_outstanding_requests_are_never_slower() {
     for limit in [1u32, 2, 4, 8, 16, 32, 64, 128] {
         let mut sys = (**dae).clone();
         sys.access_unit.as_mut().unwrap().unit.max_outstanding = limit;
-        let r =
-            dae_sim::system::run(&sys, &compiled, &reference, exp.max_sim_time, &SeedTree::new(1)).unwrap();
+        let r = dae_sim::system::run(&sys, &compiled, &reference, exp.time_limit(&inst), &SeedTree::new(1))
+            .unwrap();
         assert_eq!(r.verified, Ok(()));
         times.push((limit, r.sim_time));
         assert!(r.sim_time <= last, "{limit} outstanding is slower than fewer: {times:?}");

@@ -290,6 +290,17 @@ pub enum AuError {
     },
 }
 
+/// What a verification error is about (see [`AuProgram::verify_located`]), by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// Traversal unit `t<n>`.
+    Tu(usize),
+    /// Stream `s<n>`.
+    Stream(usize),
+    /// The n-th callback registration, in program order.
+    Callback(usize),
+}
+
 impl AuProgram {
     /// Number of loop levels; TUs are a chain, so a TU's id is its level.
     pub fn levels(&self) -> usize {
@@ -322,137 +333,167 @@ impl AuProgram {
     /// Checks structure, references, layers and limits; every program the simulator runs
     /// passes this, so the timing model never meets a dangling id.
     pub fn verify(&self) -> Result<(), AuError> {
+        self.verify_located().map_err(|(_, e)| e)
+    }
+
+    /// [`AuProgram::verify`], also naming the TU, stream or callback at fault (`None`: the
+    /// program as a whole), so that a parser can point at its line.
+    pub fn verify_located(&self) -> Result<(), (Option<Subject>, AuError)> {
         if self.tus.is_empty() {
-            return Err(AuError::Empty);
+            return Err((None, AuError::Empty));
         }
-        let too_many =
-            |what, count, max| if count > max { Err(AuError::TooMany { what, count, max }) } else { Ok(()) };
+        let too_many = |what, count, max| {
+            if count > max { Err((None, AuError::TooMany { what, count, max })) } else { Ok(()) }
+        };
         too_many("traversal units", self.tus.len(), MAX_LEVELS)?;
         too_many("streams", self.streams.len(), MAX_STREAMS)?;
         too_many("callbacks", self.callbacks.len(), MAX_CALLBACKS)?;
         for (i, s) in self.streams.iter().enumerate() {
             if s.tu.0 as usize >= self.tus.len() {
-                return Err(AuError::BadReference(format!("s{i}: no TU t{}", s.tu.0)));
+                let e = AuError::BadReference(format!("s{i}: no TU t{}", s.tu.0));
+                return Err((Some(Subject::Stream(i)), e));
             }
         }
         for (i, tu) in self.tus.iter().enumerate() {
-            let expected = i.checked_sub(1).map(|p| TuId(p as u8));
-            if tu.parent != expected {
-                return Err(AuError::NotAChain { tu: i as u8, expected: i.saturating_sub(1) as u8 });
-            }
-            match tu.bounds {
-                Bounds::Dense { .. } => {}
-                Bounds::Range { begin, end } => {
-                    let Some(parent) = tu.parent else {
-                        return Err(AuError::BadReference(format!("t{i}: a range TU needs a parent")));
-                    };
-                    for s in [begin, end] {
-                        if self.streams.get(s.0 as usize).map(|st| st.tu) != Some(parent) {
-                            return Err(AuError::BadReference(format!(
-                                "t{i}: bound s{} is not a stream of t{}",
-                                s.0, parent.0
-                            )));
-                        }
-                    }
-                }
-                Bounds::Indexed { from, count, .. } => {
-                    self.outer_operand(from, i, &format!("t{i} from"))?;
-                    self.outer_operand(count, i, &format!("t{i} count"))?;
-                    for o in [from, count] {
-                        if let Operand::Const(c) = o
-                            && c < 0
-                        {
-                            return Err(AuError::BadReference(format!(
-                                "t{i}: indexed position or count {c} is negative"
-                            )));
-                        }
-                    }
-                }
-            }
-            // Lockstep lanes share one scalar parent through a broadcast layer, as in the TMU.
-            match tu.layer {
-                Layer::Single => {}
-                Layer::Lockstep { lanes } => {
-                    if !(2..=MAX_LANES).contains(&lanes) {
-                        return Err(AuError::BadLanes { tu: i as u8, lanes, max: MAX_LANES });
-                    }
-                    if i > 0 && self.tus[i - 1].layer != Layer::Broadcast {
-                        return Err(AuError::BadLayer {
-                            tu: i as u8,
-                            why: "a lockstep layer's parent must be a broadcast layer",
-                        });
-                    }
-                }
-                Layer::Broadcast => {
-                    if !matches!(self.tus.get(i + 1).map(|t| t.layer), Some(Layer::Lockstep { .. })) {
-                        return Err(AuError::BadLayer {
-                            tu: i as u8,
-                            why: "a broadcast layer must have a lockstep layer below it",
-                        });
-                    }
-                }
-            }
+            self.verify_tu(i, tu).map_err(|e| (Some(Subject::Tu(i)), e))?;
         }
         for (t, _) in self.tus.iter().enumerate() {
-            too_many("streams in one TU", self.streams_of(TuId(t as u8)).count(), MAX_STREAMS_PER_TU)?;
+            let n = self.streams_of(TuId(t as u8)).count();
+            if n > MAX_STREAMS_PER_TU {
+                let e = AuError::TooMany { what: "streams in one TU", count: n, max: MAX_STREAMS_PER_TU };
+                return Err((Some(Subject::Tu(t)), e));
+            }
         }
         for (i, s) in self.streams.iter().enumerate() {
-            let operands: Vec<Operand> = match s.kind {
-                StreamKind::Ite => vec![],
-                StreamKind::Load { index, .. } => vec![index],
-                StreamKind::Row { index, bytes, .. } => {
-                    if bytes == 0 || bytes > MAX_ROW_BYTES {
-                        return Err(AuError::BadRow { stream: i as u8, bytes, max: MAX_ROW_BYTES });
-                    }
-                    vec![index]
-                }
-                StreamKind::Alu { a, b, .. } => vec![a, b],
-                StreamKind::Fwd { src } => {
-                    // Forwarding an own-level value would be a copy: only outer values travel.
-                    self.outer_operand(src, s.tu.0 as usize, &format!("s{i} (fwd)"))?;
-                    vec![]
-                }
-            };
-            for o in operands {
-                if let Operand::Stream(src) = o {
-                    // Streams are evaluated in order, so a stream may only read earlier ones
-                    // of its own TU or streams of enclosing TUs.
-                    let ok = self
-                        .streams
-                        .get(src.0 as usize)
-                        .is_some_and(|st| st.tu < s.tu || (st.tu == s.tu && (src.0 as usize) < i));
-                    if !ok {
+            self.verify_stream(i, s).map_err(|e| (Some(Subject::Stream(i)), e))?;
+        }
+        for (k, cb) in self.callbacks.iter().enumerate() {
+            self.verify_callback(cb).map_err(|e| (Some(Subject::Callback(k)), e))?;
+        }
+        Ok(())
+    }
+
+    /// The checks of TU `i`.
+    fn verify_tu(&self, i: usize, tu: &Tu) -> Result<(), AuError> {
+        let expected = i.checked_sub(1).map(|p| TuId(p as u8));
+        if tu.parent != expected {
+            return Err(AuError::NotAChain { tu: i as u8, expected: i.saturating_sub(1) as u8 });
+        }
+        match tu.bounds {
+            Bounds::Dense { .. } => {}
+            Bounds::Range { begin, end } => {
+                let Some(parent) = tu.parent else {
+                    return Err(AuError::BadReference(format!("t{i}: a range TU needs a parent")));
+                };
+                for s in [begin, end] {
+                    if self.streams.get(s.0 as usize).map(|st| st.tu) != Some(parent) {
                         return Err(AuError::BadReference(format!(
-                            "s{i}: operand s{} is not an earlier stream of t{} or of an enclosing TU",
-                            src.0, s.tu.0
+                            "t{i}: bound s{} is not a stream of t{}",
+                            s.0, parent.0
+                        )));
+                    }
+                }
+            }
+            Bounds::Indexed { from, count, .. } => {
+                self.outer_operand(from, i, &format!("t{i} from"))?;
+                self.outer_operand(count, i, &format!("t{i} count"))?;
+                for o in [from, count] {
+                    if let Operand::Const(c) = o
+                        && c < 0
+                    {
+                        return Err(AuError::BadReference(format!(
+                            "t{i}: indexed position or count {c} is negative"
                         )));
                     }
                 }
             }
         }
-        for cb in &self.callbacks {
-            if cb.tu.0 as usize >= self.tus.len() {
-                return Err(AuError::BadReference(format!("callback {}: no TU t{}", cb.control, cb.tu.0)));
+        // Lockstep lanes share one scalar parent through a broadcast layer, as in the TMU.
+        match tu.layer {
+            Layer::Single => {}
+            Layer::Lockstep { lanes } => {
+                if !(2..=MAX_LANES).contains(&lanes) {
+                    return Err(AuError::BadLanes { tu: i as u8, lanes, max: MAX_LANES });
+                }
+                if i > 0 && self.tus[i - 1].layer != Layer::Broadcast {
+                    return Err(AuError::BadLayer {
+                        tu: i as u8,
+                        why: "a lockstep layer's parent must be a broadcast layer",
+                    });
+                }
             }
-            too_many("callback operands", cb.operands.len(), MAX_OPERANDS)?;
-            for s in &cb.operands {
-                let Some(st) = self.streams.get(s.0 as usize) else {
+            Layer::Broadcast => {
+                if !matches!(self.tus.get(i + 1).map(|t| t.layer), Some(Layer::Lockstep { .. })) {
+                    return Err(AuError::BadLayer {
+                        tu: i as u8,
+                        why: "a broadcast layer must have a lockstep layer below it",
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks of stream `i`.
+    fn verify_stream(&self, i: usize, s: &Stream) -> Result<(), AuError> {
+        let operands: Vec<Operand> = match s.kind {
+            StreamKind::Ite => vec![],
+            StreamKind::Load { index, .. } => vec![index],
+            StreamKind::Row { index, bytes, .. } => {
+                if bytes == 0 || bytes > MAX_ROW_BYTES {
+                    return Err(AuError::BadRow { stream: i as u8, bytes, max: MAX_ROW_BYTES });
+                }
+                vec![index]
+            }
+            StreamKind::Alu { a, b, .. } => vec![a, b],
+            StreamKind::Fwd { src } => {
+                // Forwarding an own-level value would be a copy: only outer values travel.
+                self.outer_operand(src, s.tu.0 as usize, &format!("s{i} (fwd)"))?;
+                vec![]
+            }
+        };
+        for o in operands {
+            if let Operand::Stream(src) = o {
+                // Streams are evaluated in order, so a stream may only read earlier ones
+                // of its own TU or streams of enclosing TUs.
+                let ok = self
+                    .streams
+                    .get(src.0 as usize)
+                    .is_some_and(|st| st.tu < s.tu || (st.tu == s.tu && (src.0 as usize) < i));
+                if !ok {
                     return Err(AuError::BadReference(format!(
-                        "callback {}: no stream s{}",
-                        cb.control, s.0
-                    )));
-                };
-                // Begin/end happen outside the TU's iterations: only enclosing TUs' values exist.
-                let visible = match cb.event {
-                    Event::Iter => st.tu <= cb.tu,
-                    Event::Begin | Event::End => st.tu < cb.tu,
-                };
-                if !visible {
-                    return Err(AuError::BadReference(format!(
-                        "callback {}: s{} (of t{}) has no value at that event of t{}",
-                        cb.control, s.0, st.tu.0, cb.tu.0
+                        "s{i}: operand s{} is not an earlier stream of t{} or of an enclosing TU",
+                        src.0, s.tu.0
                     )));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks of a callback.
+    fn verify_callback(&self, cb: &Callback) -> Result<(), AuError> {
+        if cb.tu.0 as usize >= self.tus.len() {
+            return Err(AuError::BadReference(format!("callback {}: no TU t{}", cb.control, cb.tu.0)));
+        }
+        let count = cb.operands.len();
+        if count > MAX_OPERANDS {
+            return Err(AuError::TooMany { what: "callback operands", count, max: MAX_OPERANDS });
+        }
+        for s in &cb.operands {
+            let Some(st) = self.streams.get(s.0 as usize) else {
+                return Err(AuError::BadReference(format!("callback {}: no stream s{}", cb.control, s.0)));
+            };
+            // Begin/end happen outside the TU's iterations: only enclosing TUs' values exist.
+            let visible = match cb.event {
+                Event::Iter => st.tu <= cb.tu,
+                Event::Begin | Event::End => st.tu < cb.tu,
+            };
+            if !visible {
+                return Err(AuError::BadReference(format!(
+                    "callback {}: s{} (of t{}) has no value at that event of t{}",
+                    cb.control, s.0, st.tu.0, cb.tu.0
+                )));
             }
         }
         Ok(())

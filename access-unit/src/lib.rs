@@ -24,8 +24,8 @@ pub mod text;
 pub mod unit;
 
 pub use isa::{
-    AluOp, AuError, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind, Tu,
-    TuId,
+    AluOp, AuError, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind,
+    Subject, Tu, TuId,
 };
 pub use outq::OutqEntry;
 pub use text::{ParseError, parse};

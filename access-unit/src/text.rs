@@ -26,7 +26,8 @@
 //! `register_operand`s. `#` starts a comment.
 
 use crate::isa::{
-    AluOp, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind, Tu, TuId,
+    AluOp, AuProgram, Bounds, Callback, Event, Layer, Operand, Stream, StreamId, StreamKind, Subject, Tu,
+    TuId,
 };
 use std::fmt::{self, Write};
 use thiserror::Error;
@@ -359,6 +360,8 @@ fn parse_callback(l: &mut Line) -> Result<Callback, ParseError> {
 pub fn parse(text: &str) -> Result<AuProgram, ParseError> {
     let mut p = AuProgram::default();
     let mut header = false;
+    // The line of each TU, stream and callback, for the verifier's errors.
+    let (mut tu_lines, mut stream_lines, mut callback_lines) = (Vec::new(), Vec::new(), Vec::new());
     for (i, raw) in text.lines().enumerate() {
         let content = raw.split('#').next().unwrap_or("").trim();
         if content.is_empty() {
@@ -374,12 +377,15 @@ pub fn parse(text: &str) -> Result<AuProgram, ParseError> {
         if l.try_eat("tu ") {
             let tu = parse_tu(&mut l, p.tus.len())?;
             p.tus.push(tu);
+            tu_lines.push(l.no);
         } else if l.try_eat("on ") {
             let cb = parse_callback(&mut l)?;
             p.callbacks.push(cb);
+            callback_lines.push(l.no);
         } else if l.rest.starts_with('s') {
             let s = parse_stream(&mut l, p.streams.len())?;
             p.streams.push(s);
+            stream_lines.push(l.no);
         } else {
             return Err(l.err(format!("unknown statement \"{content}\"")));
         }
@@ -388,6 +394,15 @@ pub fn parse(text: &str) -> Result<AuProgram, ParseError> {
     if !header {
         return Err(ParseError { line: 1, message: "missing \".au\" header".into() });
     }
-    p.verify().map_err(|e| ParseError { line: text.lines().count().max(1), message: e.to_string() })?;
+    p.verify_located().map_err(|(subject, e)| {
+        let line = match subject {
+            Some(Subject::Tu(i)) => tu_lines.get(i),
+            Some(Subject::Stream(i)) => stream_lines.get(i),
+            Some(Subject::Callback(i)) => callback_lines.get(i),
+            None => None,
+        };
+        // Whole-program errors (no TU, too many of something) point at the last line.
+        ParseError { line: line.copied().unwrap_or(text.lines().count().max(1)), message: e.to_string() }
+    })?;
     Ok(p)
 }

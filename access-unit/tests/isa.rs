@@ -131,6 +131,20 @@ fn the_verifier_rejects_bad_layers_references_and_limits() {
     assert_eq!(p.verify(), Err(AuError::BadLanes { tu: 0, lanes: 0, max: 64 }));
 }
 
+#[test]
+fn a_verifier_error_names_the_line_of_its_tu_stream_or_callback() {
+    let line = |text: &str| parse(text).unwrap_err().line;
+    // Each program is fine but for the statement on line 4 (comments and blanks count).
+    let tu = ".au\ntu t0 = dense 0..4\n# a comment\ntu t1 = dense 0..4 in t0 lockstep 1\ns0 = ite t0\n";
+    assert_eq!(line(tu), 4);
+    let stream = ".au\ntu t0 = dense 0..4\n\ns0 = alu.div 1, 16 in t5\ns1 = ite t0\n";
+    assert_eq!(line(stream), 4);
+    let callback = ".au\ntu t0 = dense 0..4\ns0 = ite t0\non t3 iter -> 1\non t0 end -> 2\n";
+    assert_eq!(line(callback), 4);
+    // A whole-program error has no statement of its own: it points at the end.
+    assert_eq!(line(".au\n\n# nothing\n"), 3);
+}
+
 proptest! {
     #[test]
     fn no_text_makes_the_parser_panic(text in "\\PC{0,200}") {

@@ -389,6 +389,12 @@ impl<C: Component> Engine<C> {
         self.kernel.now
     }
 
+    /// The tick of the earliest pending event (`None`: nothing is pending). A caller running
+    /// in slices starts the next slice there, so an idle gap costs one step.
+    pub fn next_event(&self) -> Option<Tick> {
+        self.kernel.queue.next_tick()
+    }
+
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.kernel.events

@@ -111,7 +111,8 @@ pub struct ExperimentSection {
     pub seed: u64,
     /// Output directory, relative to the working directory.
     pub output: Option<String>,
-    /// Simulated time after which a run is stopped as runaway (default 1 s).
+    /// Simulated time after which a run is stopped as runaway (default: 1 ms plus 10 us per
+    /// lookup of the batch, see `Experiment::time_limit`).
     pub max_sim_time: Option<TimeSpan>,
 }
 

@@ -74,6 +74,30 @@ pub struct CrossbarConfig {
     pub bank_queue: u32,
 }
 
+impl CrossbarConfig {
+    /// Checks the values that do not depend on the wiring (`line`: the default granule), so a
+    /// configuration can be rejected before anything is built.
+    pub fn check(&self, line: ByteSize) -> Result<(), CrossbarError> {
+        let granule = self.granule.unwrap_or(line);
+        for (field, v) in [
+            ("granule", granule.bytes()),
+            ("max_in_flight", u64::from(self.max_in_flight)),
+            ("bank_queue", u64::from(self.bank_queue)),
+        ] {
+            if v == 0 {
+                return Err(CrossbarError::Zero { field });
+            }
+        }
+        if !granule.bytes().is_power_of_two() {
+            return Err(CrossbarError::Granule(granule));
+        }
+        if self.max_in_flight > MAX_IN_FLIGHT {
+            return Err(CrossbarError::TooManyInFlight(self.max_in_flight));
+        }
+        Ok(())
+    }
+}
+
 fn default_in_flight() -> u32 {
     1024
 }
@@ -264,22 +288,8 @@ impl<M> Crossbar<M> {
                 return Err(CrossbarError::NoPorts { name: name.to_owned(), side });
             }
         }
+        cfg.check(line)?;
         let granule = cfg.granule.unwrap_or(line);
-        for (field, v) in [
-            ("granule", granule.bytes()),
-            ("max_in_flight", u64::from(cfg.max_in_flight)),
-            ("bank_queue", u64::from(cfg.bank_queue)),
-        ] {
-            if v == 0 {
-                return Err(CrossbarError::Zero { field });
-            }
-        }
-        if !granule.bytes().is_power_of_two() {
-            return Err(CrossbarError::Granule(granule));
-        }
-        if cfg.max_in_flight > MAX_IN_FLIGHT {
-            return Err(CrossbarError::TooManyInFlight(cfg.max_in_flight));
-        }
         let (n_up, n_down) = (links.upstream.len(), links.downstream.len());
         let latency = cfg.topology.latency_table(n_up, n_down)?;
         let xstats = XbarStats {

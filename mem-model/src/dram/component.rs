@@ -180,6 +180,9 @@ pub struct Dram<M> {
     ids: StatIds,
     fault: Option<DramFault>,
     read_latency: u64,
+    /// Cycles from a WR to the end of its data burst (nCWL + nBL), and of one burst (nBL).
+    write_latency: u64,
+    burst_cycles: u64,
     capacity: u64,
     pcs: u32,
     /// Bursts per interleave chunk (consecutive bursts in one bank and row).
@@ -243,6 +246,8 @@ impl<M> Dram<M> {
             ids,
             fault: None,
             read_latency: spec.read_latency(),
+            write_latency: spec.timing("nCWL").unwrap_or(0) + spec.timing("nBL").unwrap_or(0),
+            burst_cycles: spec.timing("nBL").unwrap_or(0),
             capacity: spec.capacity_bytes(),
             pcs: o.pseudo_channels,
             chunk: (spec.interleave_bytes() / spec.burst_bytes()) as u32,
@@ -520,6 +525,10 @@ where
             *counter += 1;
             stats.inc(id);
         }
+        let data_end = is.cycle + if cmd.is_read() { self.read_latency } else { self.write_latency };
+        let start = self.ticker.tick(data_end.saturating_sub(self.burst_cycles));
+        self.counters.first_data_tick = Some(self.counters.first_data_tick.map_or(start, |t| t.min(start)));
+        self.counters.last_data_tick = self.counters.last_data_tick.max(self.ticker.tick(data_end));
         if cmd.is_read() {
             self.counters.bursts_read += 1;
             stats.inc(self.ids.bursts_read);

@@ -12,7 +12,7 @@
 //! (miss: the bank was closed) or a PRE (conflict: another row was open).
 
 use crate::dram::command::{Command, NUM_COMMANDS};
-use sim_core::{CounterId, HistogramId, Stats, StatsError};
+use sim_core::{CounterId, HistogramId, Stats, StatsError, Tick};
 
 /// Counts of a DRAM since construction.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -49,6 +49,12 @@ pub struct DramCounters {
     pub write_drains: u64,
     /// Requests refused because they lie outside the capacity.
     pub faults: u64,
+    /// Tick at which the first data burst (read or write) began on a data bus.
+    pub first_data_tick: Option<Tick>,
+    /// Tick at which the last data burst so far ended: with `first_data_tick`, the window over
+    /// which the memory moved data (posted writes included, which are acknowledged long before
+    /// their data reaches the device).
+    pub last_data_tick: Tick,
 }
 
 impl DramCounters {

@@ -411,6 +411,27 @@ impl DramSpec {
         for (index, row) in preset.constraints.iter().enumerate() {
             constraints.push(resolve_constraint(index, row, &timings, refresh_level)?);
         }
+        // An all-bank refresh that blocks its unit for a whole interval or more leaves no time to
+        // serve anything: the run would livelock, so refuse the preset here.
+        if refresh == RefreshMode::AllBank {
+            let blocked = constraints
+                .iter()
+                .filter(|c| {
+                    !c.sibling && c.preceding.contains(Command::RefAb) && c.following.contains(Command::Act)
+                })
+                .map(|c| c.latency)
+                .max()
+                .unwrap_or(0);
+            if blocked >= refresh_interval {
+                return Err(invalid(
+                    "latency.refresh_interval",
+                    format!(
+                        "{refresh_interval} cycles leave no time between refreshes: a refresh blocks its banks \
+                         for {blocked} cycles (the REFab -> ACT constraint, tRFC)"
+                    ),
+                ));
+            }
+        }
 
         Ok(DramSpec {
             name: preset.name,

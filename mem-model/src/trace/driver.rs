@@ -107,24 +107,6 @@ impl DriverReport {
     pub fn active_time(&self) -> Tick {
         self.first_issue.map_or(0, |t| self.last_response.saturating_sub(t))
     }
-
-    /// Achieved bandwidth in bytes per second: the bytes answered after the first response,
-    /// over the time from the first response to the last. Unlike bytes over
-    /// [`DriverReport::active_time`], this leaves out the ramp-up (the first latency) that a
-    /// short run would otherwise count as idle; with fewer than two responses it falls back to
-    /// the active time.
-    pub fn delivered_bytes_per_second(&self) -> f64 {
-        let window = self.first_response.map_or(0, |t| self.last_response.saturating_sub(t));
-        if self.responses >= 2 && window > 0 {
-            let answered_after_first =
-                self.bytes() as f64 * (self.responses - 1) as f64 / self.responses as f64;
-            answered_after_first * 1e12 / window as f64
-        } else if self.active_time() > 0 {
-            self.bytes() as f64 * 1e12 / self.active_time() as f64
-        } else {
-            0.0
-        }
-    }
 }
 
 /// Statistic ids of a driver.
