@@ -500,8 +500,8 @@ fn mem(args: &MemArgs) -> Result<()> {
     use mem_frontend::{CurveOptions, RunOptions, Traffic};
     let path = mem_frontend::resolve_memory(&args.memory)?;
     let preset = mem_frontend::load_memory(&path)?;
-    let bytes =
-        u32::try_from(args.size.bytes()).map_err(|_| anyhow!("--size {}: at most 4 GiB", args.size))?;
+    let bytes = u32::try_from(args.size.bytes())
+        .map_err(|_| anyhow!("--size {}: must be below 4 GiB (a request size is 32 bits)", args.size))?;
     if args.latency_curve {
         let opts = CurveOptions {
             points: args.points,

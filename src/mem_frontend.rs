@@ -220,8 +220,12 @@ pub fn resolve_memory(arg: &str) -> Result<PathBuf, MemRunError> {
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 let p = e.path();
+                // Only memories: the folder also holds tables that only other files include
+                // (energy figures), which have no organization.
+                let memory = || std::fs::read_to_string(&p).is_ok_and(|t| is_memory_preset(&t));
                 if p.extension().is_some_and(|x| x == "toml")
                     && let Some(stem) = p.file_stem().and_then(|s| s.to_str())
+                    && memory()
                 {
                     names.push(stem.to_owned());
                 }
@@ -239,6 +243,14 @@ pub fn resolve_memory(arg: &str) -> Result<PathBuf, MemRunError> {
     let available =
         if names.is_empty() { "(no presets found in configs/memory)".into() } else { names.join(", ") };
     Err(MemRunError::UnknownPreset { name: arg.to_owned(), hint, available })
+}
+
+/// Whether a preset file's text describes a memory (a DRAM organization or a simple model).
+fn is_memory_preset(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("[organization]") || l.starts_with("model")
+    })
 }
 
 /// Levenshtein distance, for did-you-mean hints.
@@ -599,10 +611,12 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
         .filter(|h| !h.is_empty())
         .map(|h| Latency {
             count: h.len(),
-            mean: h.mean(),
-            p50: h.value_at_quantile(0.5),
-            p99: h.value_at_quantile(0.99),
-            max: h.max(),
+            // Mean and max from the driver's exact figures; the quantiles are the histogram's
+            // (three significant digits). A quantile never above the true maximum.
+            mean: report.read_latency_sum as f64 / h.len().max(1) as f64,
+            p50: h.value_at_quantile(0.5).min(report.read_latency_max),
+            p99: h.value_at_quantile(0.99).min(report.read_latency_max),
+            max: report.read_latency_max,
         })
         .unwrap_or_default();
     let dram = match e.component(mem) {

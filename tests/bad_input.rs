@@ -830,6 +830,8 @@ fn unknown_preset_and_bad_options() {
         "{err}"
     );
     assert!(err.contains("hbm3-6400"), "{err}");
+    // The folder's energy table is included by systems, not a memory: it is not offered.
+    assert!(err.contains("hbm3-h100") && !err.contains("hbm3-energy"), "{err}");
     let err = fails(here, &["mem", "--memory", "/nonexistent/mem.toml"]);
     assert!(err.starts_with("error: /nonexistent/mem.toml: cannot read: "), "{err}");
     let memory = memory();

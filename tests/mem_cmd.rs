@@ -256,3 +256,21 @@ fn short_bursts_of_large_requests_stay_under_the_peak() {
         check_report(&table, &json);
     }
 }
+
+#[test]
+fn a_single_read_reports_its_exact_latency() {
+    // One read to a closed bank: every figure is the one latency, a whole number of 625 ps
+    // cycles (the histogram alone would round it to three significant digits).
+    let dir = temp_dir("one-read");
+    let trace = dir.join("one.trace");
+    std::fs::write(&trace, "0x0 READ 0\n").unwrap();
+    let (table, json) = mem_ok(&dir, &["--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
+    let r = check_report(&table, &json);
+    let l = &r["read_latency_ns"];
+    let mean = l["mean"].as_f64().unwrap();
+    for q in ["p50", "p99", "max"] {
+        assert_eq!(l[q].as_f64(), Some(mean), "{l}");
+    }
+    let cycles = mean * 1000.0 / 625.0;
+    assert!((cycles - cycles.round()).abs() < 1e-9, "{mean} ns is not whole cycles");
+}

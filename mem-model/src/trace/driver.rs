@@ -90,6 +90,11 @@ pub struct DriverReport {
     pub last_response: Tick,
     /// Most requests ever in flight at once.
     pub peak_in_flight: u32,
+    /// Sum and largest of the read latencies, ps: exact, where the histogram keeps three
+    /// significant digits.
+    pub read_latency_sum: u64,
+    /// See `read_latency_sum`.
+    pub read_latency_max: u64,
 }
 
 impl DriverReport {
@@ -355,7 +360,13 @@ where
             // flight, which the watchdog then reports.
             let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
             let latency = now.saturating_sub(resp.issued);
-            let h = if resp.write { self.stats.write_latency } else { self.stats.read_latency };
+            let h = if resp.write {
+                self.stats.write_latency
+            } else {
+                self.report.read_latency_sum = self.report.read_latency_sum.saturating_add(latency);
+                self.report.read_latency_max = self.report.read_latency_max.max(latency);
+                self.stats.read_latency
+            };
             ctx.stats().record(h, latency);
             self.in_flight = self.in_flight.saturating_sub(1);
             self.report.responses += 1;
