@@ -183,6 +183,9 @@ pub struct Dram<M> {
     /// Cycles from a WR to the end of its data burst (nCWL + nBL), and of one burst (nBL).
     write_latency: u64,
     burst_cycles: u64,
+    /// Cycles at which the first data burst began (`u64::MAX`: none yet) and the last ended;
+    /// ticks only when the counters are read.
+    data_cycles: (u64, u64),
     capacity: u64,
     pcs: u32,
     /// Bursts per interleave chunk (consecutive bursts in one bank and row).
@@ -248,6 +251,7 @@ impl<M> Dram<M> {
             read_latency: spec.read_latency(),
             write_latency: spec.timing("nCWL").unwrap_or(0) + spec.timing("nBL").unwrap_or(0),
             burst_cycles: spec.timing("nBL").unwrap_or(0),
+            data_cycles: (u64::MAX, 0),
             capacity: spec.capacity_bytes(),
             pcs: o.pseudo_channels,
             chunk: (spec.interleave_bytes() / spec.burst_bytes()) as u32,
@@ -266,7 +270,11 @@ impl<M> Dram<M> {
 
     /// A snapshot of its counters.
     pub fn counters(&self) -> DramCounters {
-        self.counters.clone()
+        let mut c = self.counters.clone();
+        let (first, last) = self.data_cycles;
+        c.first_data_tick = (first != u64::MAX).then(|| self.ticker.tick(first));
+        c.last_data_tick = if first == u64::MAX { 0 } else { self.ticker.tick(last) };
+        c
     }
 
     /// Turns the command log on (clearing it) or off.
@@ -526,9 +534,9 @@ where
             stats.inc(id);
         }
         let data_end = is.cycle + if cmd.is_read() { self.read_latency } else { self.write_latency };
-        let start = self.ticker.tick(data_end.saturating_sub(self.burst_cycles));
-        self.counters.first_data_tick = Some(self.counters.first_data_tick.map_or(start, |t| t.min(start)));
-        self.counters.last_data_tick = self.counters.last_data_tick.max(self.ticker.tick(data_end));
+        let (first, last) = &mut self.data_cycles;
+        *first = (*first).min(data_end.saturating_sub(self.burst_cycles));
+        *last = (*last).max(data_end);
         if cmd.is_read() {
             self.counters.bursts_read += 1;
             stats.inc(self.ids.bursts_read);
