@@ -29,6 +29,8 @@ array=$(sbatch --parsable --array=0-$((shards - 1)) --job-name=dae-sim-sweep \
     --wrap="$bin sweep --config $config --shard \$SLURM_ARRAY_TASK_ID/$shards --resume \
             --threads \${SLURM_CPUS_PER_TASK:-1} --quiet --out $out/shard-\$SLURM_ARRAY_TASK_ID")
 dirs=$(for ((i = 0; i < shards; i++)); do printf '%s ' "$out/shard-$i"; done)
-merge=$(sbatch --parsable --dependency=afterok:"$array" --job-name=dae-sim-merge \
+# afterany: a shard with a failed pair exits 1 but keeps every point's results, which the merge
+# still combines (and says which points are missing if a shard died).
+merge=$(sbatch --parsable --dependency=afterany:"$array" --job-name=dae-sim-merge \
     --output="$out/logs/merge.log" "$@" --wrap="$bin merge $dirs --out $out/merged")
 echo "submitted shards as job array $array and the merge as job $merge; results: $out/merged"

@@ -109,8 +109,9 @@ fn create_dir(path: &Path) -> Result<(), DumpError> {
 }
 
 /// Writes every outcome's output tensor (and, with `opts.inputs`, every workload's inputs);
-/// returns the files written. Pairs that failed or computed no outputs are skipped; outputs that
-/// differ from the reference are written all the same.
+/// returns the files written. Pairs that failed or computed no outputs are skipped (and an
+/// `output.npy` left there by an earlier run removed); outputs that differ from the reference
+/// are written all the same.
 pub fn dump(exp: &Experiment, outcomes: &[Outcome], opts: &DumpOptions) -> Result<Vec<PathBuf>, DumpError> {
     check(exp, opts)?;
     let mut files = Vec::new();
@@ -121,11 +122,14 @@ pub fn dump(exp: &Experiment, outcomes: &[Outcome], opts: &DumpOptions) -> Resul
             files.extend(write_inputs(&dir.join(INPUTS), spec, &inst)?);
         }
         for o in outcomes.iter().filter(|o| o.workload == spec.name) {
-            let Ok(m) = &o.result else { continue };
-            let Some(out) = &m.outputs else { continue };
+            let path = dir.join(&o.system).join("output.npy");
+            let Some(out) = o.result.as_ref().ok().and_then(|m| m.outputs.as_ref()) else {
+                // No outputs this time: an earlier run's file would pass for this run's.
+                let _ = std::fs::remove_file(&path);
+                continue;
+            };
             let sys_dir = dir.join(&o.system);
             create_dir(&sys_dir)?;
-            let path = sys_dir.join("output.npy");
             npy::write(&path, &[spec.bags() as usize, spec.out_width() as usize], out)?;
             files.push(path);
         }

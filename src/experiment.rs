@@ -775,6 +775,22 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
             };
             let spec =
                 DramSpec::from_preset(preset).map_err(|e| doc.error_at(&at("memory.dram"), e.to_string()))?;
+            // The analytic model and the simulation must describe one memory: the simulated
+            // bandwidth is reported as a share of gpu.hbm_bandwidth.
+            let (analytic, simulated) = (
+                cfg.hbm_bandwidth.bytes_per_second() as f64,
+                spec.peak_bandwidth().bytes_per_second() as f64,
+            );
+            if (analytic - simulated).abs() > 0.02 * simulated {
+                return Err(doc.error_at(
+                    &at("gpu.hbm_bandwidth"),
+                    format!(
+                        "{} differs from the peak of the memory the simulation runs on ({}, memory.dram)",
+                        cfg.hbm_bandwidth,
+                        spec.peak_bandwidth()
+                    ),
+                ));
+            }
             Some(gpu_model::GpuSim { gpu: cfg, sim: sim.clone(), dram: Arc::new(spec) })
         }
     };
@@ -782,16 +798,29 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
 }
 
 /// The dense units of system `i` from its `[dense]`; `memory_peak` (bytes/s) is the default
-/// bandwidth. Errors name the file and key.
+/// bandwidth, `cores` the chip's core count (none for a GPU). Errors name the file and key.
 fn dense_units(
     doc: &Document,
     i: usize,
     d: &crate::config::schema::DenseSection,
     memory_peak: f64,
+    cores: Option<u32>,
 ) -> Result<crate::dense::DenseUnits, ConfigError> {
     let at = |key: &str| format!("system[{i}].dense.{key}");
-    if !(d.peak_tflops.is_finite() && d.peak_tflops > 0.0) {
-        return Err(doc.error_at(&at("peak_tflops"), "must be a finite number above 0"));
+    let (key, tflops) = match (d.peak_tflops, d.peak_tflops_per_core, cores) {
+        (Some(t), None, _) => ("peak_tflops", t),
+        (None, Some(t), Some(n)) => ("peak_tflops_per_core", t * f64::from(n)),
+        (None, Some(_), None) => {
+            return Err(doc.error_at(&at("peak_tflops_per_core"), "is for chips of cores: give peak_tflops"));
+        }
+        _ => {
+            return Err(
+                doc.error_at(&at("peak_tflops"), "give exactly one of peak_tflops and peak_tflops_per_core")
+            );
+        }
+    };
+    if !(tflops.is_finite() && tflops > 0.0) {
+        return Err(doc.error_at(&at(key), "must be a finite number above 0"));
     }
     let elem_bytes = d.bytes_per_element.unwrap_or(2);
     if !matches!(elem_bytes, 1 | 2 | 4 | 8) {
@@ -802,7 +831,7 @@ fn dense_units(
         return Err(doc.error_at(&at("bandwidth"), "must be above zero"));
     }
     Ok(crate::dense::DenseUnits {
-        peak_flops: d.peak_tflops * 1e12,
+        peak_flops: tflops * 1e12,
         bandwidth,
         layer_overhead: d.layer_overhead.ps(),
         elem_bytes: u64::from(elem_bytes),
@@ -872,11 +901,11 @@ impl Experiment {
                 SystemKind::Gpu => SystemPlan::Gpu(Box::new(gpu_system(&doc, i, s)?)),
             };
             if let Some(d) = &s.dense {
-                let peak = match &plan {
-                    SystemPlan::Dae(sys) => memory_peak(sys),
-                    SystemPlan::Gpu(g) => g.cfg.hbm_bandwidth.bytes_per_second() as f64,
+                let (peak, cores) = match &plan {
+                    SystemPlan::Dae(sys) => (memory_peak(sys), Some(sys.cores)),
+                    SystemPlan::Gpu(g) => (g.cfg.hbm_bandwidth.bytes_per_second() as f64, None),
                 };
-                dense.insert(s.name.clone(), dense_units(&doc, i, d, peak)?);
+                dense.insert(s.name.clone(), dense_units(&doc, i, d, peak, cores)?);
             }
             systems.push((s.name.clone(), plan));
         }

@@ -766,7 +766,11 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
         let minutes = t0.elapsed().as_secs_f64() / 60.0;
         bar.set_message(format!("{:.1} points/min", bar.position() as f64 / minutes.max(1e-9)));
         if !ok {
-            bar.println(format!("point {} ({}): a pair failed (see its results)", p.index, p.label()));
+            let line = format!("point {} ({}): a pair failed (see its results)", p.index, p.label());
+            // The bar draws only on a terminal; a log (a batch job's) still hears of it.
+            if bar.is_hidden() && !quiet { eprintln!("{line}") } else { bar.println(line) }
+        } else if bar.is_hidden() && !quiet {
+            eprintln!("point {} ({}) done: {} of {todo}", p.index, p.label(), bar.position());
         }
     })?;
     bar.finish_and_clear();
@@ -840,9 +844,16 @@ fn main() -> ExitCode {
         Some(Command::Sweep(args)) => sweep(args),
         Some(Command::Plot { path }) => plot(path).map(|()| true),
         Some(Command::Merge { dirs, out }) => dae_sim::sweep::merge(dirs, out)
-            .map(|n| {
-                eprintln!("merged {n} points into {}", out.display());
-                true
+            .map(|(found, total)| {
+                eprintln!("merged {found} of {total} points into {}", out.display());
+                if found < total {
+                    eprintln!(
+                        "warning: {} points have no results in the directories given: no \
+                         sweep-results.json until every shard is merged",
+                        total - found
+                    );
+                }
+                found == total
             })
             .map_err(Into::into),
         Some(Command::GpuCalibrate { system, scale }) => gpu_calibrate(system, *scale).map(|()| true),

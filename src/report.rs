@@ -636,6 +636,11 @@ pub fn write_file(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> io::Res
     Ok(path)
 }
 
+/// One CSV field: quoted (inner quotes doubled) when it holds a comma, a quote or a newline.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
 /// The results as CSV, one row per (system, workload) in run order, the table's figures in
 /// plain units (ps, per second, W, nJ; empty where a figure does not apply): for spreadsheets
 /// and plotting scripts. A failed pair has its error in the last column.
@@ -646,9 +651,7 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
          lookups_per_second_per_watt,perf_per_watt_vs_baseline,analytic_time_ps,verified,error\n",
     );
     let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    let quote = |s: &str| {
-        if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
-    };
+    let quote = csv_field;
     for o in all {
         let mut f = vec![quote(&o.system), quote(&o.workload), quote(o.model)];
         match &o.result {

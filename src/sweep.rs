@@ -274,7 +274,8 @@ impl Sweep {
     /// options (carried into `sweep-results.json`, so that `dae-sim plot` draws the same).
     pub fn manifest(&self) -> Value {
         let mut m = json!({
-            "config": self.path.display().to_string(),
+            // Canonical, so shards and resumes that spell the path differently still match.
+            "config": std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone()).display().to_string(),
             "mode": match self.mode { SweepMode::Product => "product", SweepMode::Zip => "zip" },
             "littles_law": self.littles_law,
             "points": self.points.iter().map(Point::to_json).collect::<Vec<_>>(),
@@ -358,7 +359,6 @@ pub fn run(
     }
     drop(tx);
     let errors: Mutex<Vec<SweepError>> = Mutex::new(Vec::new());
-    let failed = std::sync::atomic::AtomicUsize::new(0);
     let threads = opts.threads.clamp(1, todo.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -367,10 +367,11 @@ pub fn run(
                     let (p, exp) = (&sweep.points[i], &sweep.experiments[i]);
                     // Points already run in parallel: each runs its pairs on one thread.
                     let outcomes = experiment::run(exp, 1, |_| {});
-                    let ok = outcomes.iter().all(|o| o.result.is_ok());
-                    if !ok {
-                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
+                    // A pair whose outputs differ from the reference failed as surely as one
+                    // that stopped.
+                    let ok = outcomes
+                        .iter()
+                        .all(|o| matches!(&o.result, Ok(m) if !matches!(m.verified, Some(Err(_)))));
                     let mut v = report::json(exp, &outcomes);
                     v["point"] = p.to_json();
                     let path = Sweep::point_file(dir, i);
@@ -388,9 +389,22 @@ pub fn run(
         return Err(e);
     }
     summary.ran = todo.len();
-    summary.failed = failed.into_inner();
+    // Over every point this run owns, those it skipped as finished included: a resumed sweep
+    // with a failed point has failed as much as the run that found it.
+    for i in sweep.selected(opts.shard) {
+        let f = Sweep::point_file(dir, i);
+        if f.exists() && point_failed(&read_json(&f)?) {
+            summary.failed += 1;
+        }
+    }
     summary.complete = combine(dir, &manifest)?;
     Ok(summary)
+}
+
+/// Whether a point's results hold a failed pair: an error, or outputs that differ from the
+/// reference.
+fn point_failed(point: &Value) -> bool {
+    point["runs"].as_array().into_iter().flatten().any(|r| !r["error"].is_null() || r["verified"].is_object())
 }
 
 /// Whether two manifests name the same points: the plot's options may differ (and a manifest
@@ -465,7 +479,7 @@ fn csv(results: &[Value]) -> String {
     }
     t += "system,workload,p50_ps,p99_ps,";
     t += &fields.join(",");
-    t += ",error\n";
+    t += ",verified,error\n";
     let text = |v: &Value| match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -480,12 +494,14 @@ fn csv(results: &[Value]) -> String {
             row.push(text(&run["lookup_latency_ps"]["p50"]));
             row.push(text(&run["lookup_latency_ps"]["p99"]));
             row.extend(fields.iter().map(|f| text(&run[*f])));
+            // true, false (a mismatch) or empty (a timing-only model, or a failed pair).
+            row.push(match &run["verified"] {
+                Value::Bool(b) => b.to_string(),
+                Value::Object(_) => "false".into(),
+                _ => String::new(),
+            });
             row.push(text(&run["error"]));
-            t += &row
-                .iter()
-                .map(|c| if c.contains(',') { format!("\"{c}\"") } else { c.clone() })
-                .collect::<Vec<_>>()
-                .join(",");
+            t += &row.iter().map(|c| report::csv_field(c)).collect::<Vec<_>>().join(",");
             t.push('\n');
         }
     }
@@ -493,8 +509,9 @@ fn csv(results: &[Value]) -> String {
 }
 
 /// Joins the results of sweep directories (shards of one sweep) into `out`; every point must
-/// be in exactly one of them, or in several with identical results.
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, SweepError> {
+/// be in exactly one of them, or in several with identical results. Returns the points found
+/// and the sweep's points: the combined files are written only when they are equal.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(usize, usize), SweepError> {
     let Some(first) = dirs.first() else {
         return Err(SweepError::Mismatch("merge: no directory given".into()));
     };
@@ -536,7 +553,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<usize, SweepError> {
     }
     report::write_json(out, "sweep.json", &manifest).map_err(|e| io(&out.join("sweep.json"), e))?;
     combine(out, &manifest)?;
-    Ok(found)
+    Ok((found, n))
 }
 
 /// The points as a table, for `--list`.

@@ -180,6 +180,39 @@ fn values_the_components_would_refuse_at_build_are_named_at_load() {
 }
 
 #[test]
+fn gpu_values_that_would_panic_or_exhaust_the_host_are_named_at_load() {
+    for (edit, key, why) in [
+        // 8388608 x 512 threads once wrapped to 0 in u32 and divided by it.
+        (
+            "gpu_sim.kernel.registers_per_thread = 8388608",
+            "gpu_sim.kernel.registers_per_thread",
+            "must be 1 to 255",
+        ),
+        ("gpu.sms = 100000", "system[2].gpu.sms", "must be 1 to 4096"),
+        ("gpu_sim.schedulers = 4294967295", "gpu_sim.schedulers", "must be 1 to 64"),
+        ("gpu_sim.l1.size = \"4GiB\"", "gpu_sim.l1.size", "more lines than the supported"),
+        ("gpu.clock = \"0GHz\"", "gpu.clock", "must be above 0 Hz"),
+        ("gpu_sim.l2.max_in_flight = 4294967295", "gpu_sim.l2.max_in_flight", "must be 1 to 1048576"),
+        // Too few warp slots for a block: the threads per block, not the registers.
+        (
+            "gpu.warps_per_sm = 8",
+            "gpu_sim.kernel.threads_per_block",
+            "needs more warps than gpu.warps_per_sm",
+        ),
+        // The simulated bandwidth is reported as a share of this: it must be the memory's.
+        (
+            "gpu.hbm_bandwidth = \"0.5TB/s\"",
+            "system[2].gpu.hbm_bandwidth",
+            "differs from the peak of the memory",
+        ),
+    ] {
+        let cfg = edited_experiment("gpu-range", "name = \"h100\"\n", &format!("name = \"h100\"\n{edit}\n"));
+        let err = config_fails(&cfg);
+        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
+    }
+}
+
+#[test]
 fn caches_too_large_for_host_memory_are_refused_before_anything_is_built() {
     // Four 4 GiB LLC banks pass every per-cache check, but their tags and replacement state
     // would take about 8 GiB of host memory, allocated when the chip is built: an abort.

@@ -121,6 +121,29 @@ fn dumped_outputs_equal_sum_pooling_of_the_dumped_inputs() {
         }
         assert!(!wl.join("h100").exists(), "the analytic GPU model computes no outputs");
     }
+    // Again into the same folder with every pair stopped by the time limit: no output.npy of
+    // the first run may stay beside this run's inputs.
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "seed = 42\n",
+        "seed = 42\nmax_sim_time = \"1ns\"\n",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let o = dae_sim(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--dump-outputs",
+        npy.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success(), "every pair stopped");
+    for spec in &exp.file.workload {
+        for system in ["dae", "cpu"] {
+            let stale = npy.join(&spec.name).join(system).join("output.npy");
+            assert!(!stale.exists(), "{} stayed from the earlier run", stale.display());
+        }
+    }
 }
 
 #[test]

@@ -35,11 +35,12 @@ fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
         assert_eq!(e, t + d, "{r}");
         dense.insert(r["system"].as_str().unwrap().to_string(), d);
     }
-    // Small layers at a small batch: each costs about its fixed overhead, a 3 us kernel launch
-    // on the H100 and a 1 us barrier on the DAE chip; the DAE and CPU systems share their dense
-    // units.
+    // Small layers at a small batch: on the H100 each costs about its fixed overhead, a 3 us
+    // kernel launch. The small experiment's chips have 4 cores, 3.1 TFLOP/s of vector units
+    // (4 x 0.77): the layers' flops take about 8 us beside two 1 us barriers. The DAE and CPU
+    // systems share their dense units.
     assert!((6_000_000..7_000_000).contains(&dense["h100"]), "{dense:?}");
-    assert!((2_000_000..3_000_000).contains(&dense["dae"]), "{dense:?}");
+    assert!((9_000_000..11_000_000).contains(&dense["dae"]), "{dense:?}");
     assert_eq!(dense["dae"], dense["cpu"]);
     assert!(out.join("speedup.svg").exists());
 }
@@ -57,4 +58,23 @@ fn a_bad_dense_layer_names_the_key() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("workload[0].dense") && err.contains("sizes"), "{err}");
+}
+
+#[test]
+fn a_chip_of_cores_has_the_dense_rate_of_its_cores() {
+    // The DAE preset gives a rate per core: 4 cores have 4/64 of the 64-core chip's 49.2
+    // TFLOP/s, where a fixed chip-wide figure once stayed at 64 cores' whatever `cores` said.
+    let dir = temp_dir("dense-per-core");
+    let exp =
+        dae_sim::experiment::Experiment::load(&small_experiment(&dir, ""), &Default::default()).unwrap();
+    let peak = |name: &str| exp.dense[name].peak_flops;
+    assert!((peak("dae") - 4.0 * 0.76875e12).abs() < 1.0, "{}", peak("dae"));
+    assert_eq!(peak("dae"), peak("cpu"), "both have 4 cores");
+    assert_eq!(peak("h100"), 989e12, "a GPU keeps its datasheet figure");
+    // Both forms at once are refused.
+    let text = std::fs::read_to_string(dir.join("experiment.toml")).unwrap();
+    let both = text.replacen("cores = 4\n", "cores = 4\ndense.peak_tflops = 10.0\n", 1);
+    std::fs::write(dir.join("both.toml"), both).unwrap();
+    let err = dae_sim::experiment::Experiment::load(&dir.join("both.toml"), &Default::default()).unwrap_err();
+    assert!(err.to_string().contains("exactly one of peak_tflops and peak_tflops_per_core"), "{err}");
 }

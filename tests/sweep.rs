@@ -172,6 +172,74 @@ fn two_shards_merge_into_the_unsharded_results() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(results(&merged), results(&dir.join("all")));
+    // One shard alone is not the sweep: the merge says what is missing and fails.
+    let partial = dir.join("partial");
+    let o = dae_sim(&["merge", dir.join("s0").to_str().unwrap(), "--out", partial.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("merged 3 of 6 points") && err.contains("warning: 3 points"),
+        "{err}"
+    );
+    assert!(!partial.join("sweep-results.json").exists());
+}
+
+/// Splits a CSV line into fields, honouring quotes (doubled quotes inside).
+fn csv_fields(line: &str) -> Vec<String> {
+    let (mut fields, mut field, mut quoted, mut chars) =
+        (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+#[test]
+fn a_failed_point_fails_the_sweep_every_time_and_its_csv_row_stays_well_formed() {
+    // The middle point's limit stops its run: an error message with quotes and commas in it.
+    let dir = temp_dir("sweep-failed");
+    let axes = "mode = \"zip\"\n[[sweep.axis]]\nkey = \"experiment.max_sim_time\"\n\
+                values = [\"1ms\", \"100ns\", \"1ms\"]\n";
+    let cfg = sweep_config(&dir, axes);
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "seed = 7\n",
+        "seed = 7\nmax_sim_time = \"1ms\"\n",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = dir.join("out");
+    let args = ["sweep", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let o = dae_sim(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    // Without a terminal the bar is hidden: the failure is still said, with its point.
+    assert!(err.contains("point 1 (") && err.contains("a pair failed"), "{err}");
+    assert!(err.contains("1 with a failed pair"), "{err}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let header = csv_fields(csv.lines().next().unwrap());
+    assert_eq!(header.last().map(String::as_str), Some("error"));
+    assert!(header.contains(&"verified".to_string()), "{csv}");
+    for line in csv.lines().skip(1) {
+        assert_eq!(csv_fields(line).len(), header.len(), "{line}");
+    }
+    assert!(csv.contains("still running after"), "{csv}");
+    // Resumed, nothing runs again, and the sweep has still failed.
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let o = dae_sim(&resumed);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("0 points run, 3 skipped as finished, 1 with a failed pair"),
+        "{err}"
+    );
 }
 
 #[test]

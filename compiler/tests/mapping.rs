@@ -73,7 +73,10 @@ proptest! {
                 prop_assert!(cores.windows(2).all(|w| w[1] == w[0] + 1), "{:?}", cores);
                 let table_cost: f64 = (lo..hi).map(bag_cost).sum();
                 let share = if mean > 0.0 { table_cost / mean } else { 0.0 };
-                prop_assert!(cores.len() as f64 <= share.ceil() + 2.0, "table {}: {:?} share {}", t, cores, share);
+                // Only cores that hold some of its bags count: an empty range between two of
+                // them (work of no cost spread thinner than the cores) holds nothing.
+                let holding = cores.iter().filter(|&&k| r[k].start < r[k].end).count();
+                prop_assert!(holding as f64 <= share.ceil() + 2.0, "table {}: {:?} share {}", t, cores, share);
             }
         }
     }

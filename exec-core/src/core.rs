@@ -870,7 +870,7 @@ impl<M> Core<M> {
             ],
             retire_stall_memory: stats.counter_in(name, "retire_stall_cycles.memory")?,
             retire_stall_latency: stats.counter_in(name, "retire_stall_cycles.latency")?,
-            peak_in_flight: stats.counter_in(name, "loads_in_flight.peak")?,
+            peak_in_flight: stats.peak_in(name, "loads_in_flight.peak")?,
             in_flight_cycles: stats.counter_in(name, "loads_in_flight.cycle_sum")?,
             lookup_latency: stats.histogram_in(name, "lookup_latency", 1_000_000_000, 3)?,
             load_latency: stats.histogram_in(name, "load_latency", 1_000_000_000, 3)?,

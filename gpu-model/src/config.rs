@@ -4,6 +4,9 @@
 use sim_core::{Bandwidth, ByteSize, Frequency, TimeSpan};
 use thiserror::Error;
 
+/// Most SMs a GPU may have: far beyond any real part (an H100 SXM has 132).
+pub const MAX_SMS: u32 = 4096;
+
 /// Parameters of a GPU (deserializable, so presets list them by name).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,16 +48,21 @@ pub enum GpuError {
         /// Its value.
         value: String,
         /// The range it must be in.
-        why: &'static str,
+        why: String,
     },
 }
 
 impl GpuConfig {
     /// Checks every parameter's range.
     pub fn validate(&self) -> Result<(), GpuError> {
-        let range = |field, value: String, why| Err(GpuError::Range { field, value, why });
-        if self.sms == 0 {
-            return range("sms", "0".into(), "must be at least 1");
+        let range = |field, value: String, why: &str| Err(GpuError::Range { field, value, why: why.into() });
+        // Upper bounds keep a typo from allocating the host's memory away (each SM is simulated
+        // with its own L1 and warp state): far beyond any real part.
+        if !(1..=MAX_SMS).contains(&self.sms) {
+            return range("sms", self.sms.to_string(), "must be 1 to 4096");
+        }
+        if self.clock.hz() == 0 {
+            return range("clock", self.clock.to_string(), "must be above 0 Hz");
         }
         if self.hbm_bandwidth.bytes_per_second() == 0 {
             return range("hbm_bandwidth", self.hbm_bandwidth.to_string(), "must be above zero");
@@ -62,8 +70,8 @@ impl GpuConfig {
         if self.sector.bytes() == 0 {
             return range("sector", self.sector.to_string(), "must be above zero");
         }
-        if self.warps_per_sm == 0 {
-            return range("warps_per_sm", "0".into(), "must be at least 1");
+        if !(1..=1024).contains(&self.warps_per_sm) {
+            return range("warps_per_sm", self.warps_per_sm.to_string(), "must be 1 to 1024");
         }
         for (field, v) in [
             ("occupancy", self.occupancy),
@@ -155,20 +163,22 @@ impl GpuSimConfig {
     /// Checks every count and the L2's shape; `l2_bytes` is the analytic model's L2, which the
     /// slices must add up to.
     pub fn validate(&self, gpu: &GpuConfig) -> Result<(), GpuError> {
-        let range = |field, value: String, why| Err(GpuError::Range { field, value, why });
-        for (field, v) in [
-            ("schedulers", self.schedulers),
-            ("registers_per_sm", self.registers_per_sm),
-            ("max_blocks_per_sm", self.max_blocks_per_sm),
-            ("lsu_lines_per_cycle", self.lsu_lines_per_cycle),
-            ("l2.banks", self.l2.banks),
-            ("l2.max_in_flight", self.l2.max_in_flight),
-            ("l2.bank_queue", self.l2.bank_queue),
-            ("kernel.registers_per_thread", self.kernel.registers_per_thread),
-            ("kernel.row_unroll", self.kernel.row_unroll),
+        let range = |field, value: String, why: &str| Err(GpuError::Range { field, value, why: why.into() });
+        // Upper bounds far beyond any real part: state is allocated per scheduler, slice and
+        // in-flight request, so a typo must not reach the allocator.
+        for (field, v, max) in [
+            ("schedulers", self.schedulers, 64),
+            ("registers_per_sm", self.registers_per_sm, 1 << 24),
+            ("max_blocks_per_sm", self.max_blocks_per_sm, 1024),
+            ("lsu_lines_per_cycle", self.lsu_lines_per_cycle, 1024),
+            ("l2.banks", self.l2.banks, 4096),
+            ("l2.max_in_flight", self.l2.max_in_flight, mem_model::cache::MAX_IN_FLIGHT),
+            ("l2.bank_queue", self.l2.bank_queue, 1 << 16),
+            ("kernel.registers_per_thread", self.kernel.registers_per_thread, 255),
+            ("kernel.row_unroll", self.kernel.row_unroll, 1024),
         ] {
-            if v == 0 {
-                return range(field, "0".into(), "must be at least 1");
+            if !(1..=max).contains(&v) {
+                return range(field, v.to_string(), &format!("must be 1 to {max}"));
             }
         }
         let k = &self.kernel;
@@ -199,12 +209,34 @@ impl GpuSimConfig {
                 "times l2.banks must equal gpu.l2 (the analytic model's L2)",
             );
         }
-        if self.blocks_per_sm(gpu) == 0 {
+        // The GPU's L1s and L2 slices are simulated line by line: the same budget as a chip's
+        // caches.
+        let lines = |c: &mem_model::cache::CacheConfig| c.size.bytes() / c.line.bytes().max(1);
+        let all = lines(&self.l1)
+            .saturating_mul(u64::from(gpu.sms))
+            .saturating_add(lines(&self.l2.bank).saturating_mul(u64::from(self.l2.banks)));
+        if all > mem_model::cache::MAX_LINES {
             return range(
-                "kernel.registers_per_thread",
-                k.registers_per_thread.to_string(),
-                "leaves no room for one block on an SM",
+                "l1.size",
+                self.l1.size.to_string(),
+                "with every SM's L1 and every L2 slice, more lines than the supported 67108864",
             );
+        }
+        if self.blocks_per_sm(gpu) == 0 {
+            // Name the limit that leaves no room: the warp slots or the registers.
+            return if gpu.warps_per_sm < self.warps_per_block() {
+                range(
+                    "kernel.threads_per_block",
+                    k.threads_per_block.to_string(),
+                    "needs more warps than gpu.warps_per_sm gives an SM",
+                )
+            } else {
+                range(
+                    "kernel.registers_per_thread",
+                    k.registers_per_thread.to_string(),
+                    "leaves no room for one block on an SM",
+                )
+            };
         }
         Ok(())
     }
@@ -218,8 +250,11 @@ impl GpuSimConfig {
     /// (the occupancy calculator's rule, without allocation granularity).
     pub fn blocks_per_sm(&self, gpu: &GpuConfig) -> u32 {
         let by_warps = gpu.warps_per_sm / self.warps_per_block().max(1);
-        let by_regs = self.registers_per_sm
-            / (self.kernel.registers_per_thread.max(1) * self.kernel.threads_per_block.max(1));
+        // In 64 bits: 255 registers x 1024 threads fits u32, but the product must not wrap
+        // whatever a caller passes before validation.
+        let per_block = u64::from(self.kernel.registers_per_thread.max(1))
+            * u64::from(self.kernel.threads_per_block.max(1));
+        let by_regs = u32::try_from(u64::from(self.registers_per_sm) / per_block).unwrap_or(u32::MAX);
         self.max_blocks_per_sm.min(by_warps).min(by_regs)
     }
 

@@ -53,6 +53,8 @@ pub enum StatsError {
 #[derive(Copy, Clone, Debug)]
 enum Slot {
     Counter(u32),
+    /// A counter holding a largest value so far: runs merge by maximum, not by sum.
+    Peak(u32),
     Histogram(u32),
 }
 
@@ -77,6 +79,20 @@ impl Stats {
         self.counters.push(0);
         self.names.insert(name.to_owned(), Slot::Counter(id));
         Ok(CounterId(id))
+    }
+
+    /// Registers a *peak* counter starting at zero: updated like any counter (a component
+    /// raises it to each new largest value), but [`Stats::absorb`] keeps the larger of two
+    /// runs' values instead of adding them, as the peak of several runs is their largest.
+    pub fn peak(&mut self, name: &str) -> Result<CounterId, StatsError> {
+        let id = self.counter(name)?;
+        self.names.insert(name.to_owned(), Slot::Peak(id.0));
+        Ok(id)
+    }
+
+    /// Registers peak counter `leaf` of the component named `scope` (see [`Stats::peak`]).
+    pub fn peak_in(&mut self, scope: &str, leaf: &str) -> Result<CounterId, StatsError> {
+        self.peak(&format!("{scope}.{leaf}"))
     }
 
     /// Registers counter `leaf` of the component named `scope` (`scope.leaf`), as every
@@ -145,7 +161,7 @@ impl Stats {
     /// The value of the counter called `name`, if there is one.
     pub fn lookup_counter(&self, name: &str) -> Option<u64> {
         match self.names.get(name)? {
-            Slot::Counter(id) => Some(self.counter_value(CounterId(*id))),
+            Slot::Counter(id) | Slot::Peak(id) => Some(self.counter_value(CounterId(*id))),
             Slot::Histogram(_) => None,
         }
     }
@@ -154,13 +170,14 @@ impl Stats {
     pub fn lookup_histogram(&self, name: &str) -> Option<&Histogram<u64>> {
         match self.names.get(name)? {
             Slot::Histogram(id) => Some(self.histogram_ref(HistogramId(*id))),
-            Slot::Counter(_) => None,
+            Slot::Counter(_) | Slot::Peak(_) => None,
         }
     }
 
     /// Adds `other`'s counters and histograms to those of the same names here, registering the
     /// ones this registry lacks: the statistics of several runs of one system as one run's
-    /// (counters add; histograms merge exactly, percentiles included).
+    /// (counters add, peak counters keep the larger; histograms merge exactly, percentiles
+    /// included).
     pub fn absorb(&mut self, other: &Stats) -> Result<(), StatsError> {
         for (name, slot) in &other.names {
             match (*slot, self.names.get(name).copied()) {
@@ -168,12 +185,20 @@ impl Stats {
                     let c = &mut self.counters[to as usize];
                     *c = c.saturating_add(other.counters[from as usize]);
                 }
+                (Slot::Peak(from), Some(Slot::Peak(to))) => {
+                    let c = &mut self.counters[to as usize];
+                    *c = (*c).max(other.counters[from as usize]);
+                }
                 (Slot::Histogram(from), Some(Slot::Histogram(to))) => {
                     let src = &other.histograms[from as usize];
                     self.histograms[to as usize].add(src).map_err(|e| StatsError::BadHistogram {
                         name: name.clone(),
                         reason: format!("cannot merge: {e:?}"),
                     })?;
+                }
+                (Slot::Peak(from), None) => {
+                    let id = self.peak(name)?;
+                    self.add(id, other.counters[from as usize]);
                 }
                 (Slot::Counter(from), None) => {
                     let id = self.counter(name)?;
@@ -200,7 +225,7 @@ impl Stats {
         let mut root = Map::new();
         'names: for (name, slot) in &self.names {
             let value = match *slot {
-                Slot::Counter(id) => json!(self.counters[id as usize]),
+                Slot::Counter(id) | Slot::Peak(id) => json!(self.counters[id as usize]),
                 Slot::Histogram(id) => histogram_json(&self.histograms[id as usize]),
             };
             let (groups, leaf) = name.rsplit_once('.').unwrap_or(("", name));
@@ -294,6 +319,27 @@ mod tests {
         let mut c = Stats::new();
         c.histogram("x.reads", 10, 1).unwrap();
         assert_eq!(a.absorb(&c), Err(StatsError::Duplicate("x.reads".into())));
+    }
+
+    #[test]
+    fn absorbing_keeps_the_larger_peak_and_registers_new_peaks_as_peaks() {
+        let (mut a, mut b) = (Stats::new(), Stats::new());
+        let pa = a.peak_in("core0", "in_flight.peak").unwrap();
+        a.add(pa, 24);
+        let pb = b.peak_in("core0", "in_flight.peak").unwrap();
+        b.add(pb, 17);
+        a.absorb(&b).unwrap();
+        assert_eq!(a.lookup_counter("core0.in_flight.peak"), Some(24), "the larger, not 41");
+        // Registered from another run, it stays a peak for the runs after.
+        let mut fresh = Stats::new();
+        fresh.absorb(&b).unwrap();
+        fresh.absorb(&a).unwrap();
+        assert_eq!(fresh.lookup_counter("core0.in_flight.peak"), Some(24));
+        assert_eq!(fresh.to_json()["core0"]["in_flight"]["peak"], 24);
+        // A peak and a plain counter of one name are different statistics.
+        let mut c = Stats::new();
+        c.counter("core0.in_flight.peak").unwrap();
+        assert_eq!(a.absorb(&c), Err(StatsError::Duplicate("core0.in_flight.peak".into())));
     }
 
     #[test]

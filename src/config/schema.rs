@@ -182,8 +182,14 @@ pub struct SystemSection {
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DenseSection {
-    /// Peak dense rate in TFLOP/s at `bytes_per_element`.
-    pub peak_tflops: f64,
+    /// Peak dense rate of the whole chip in TFLOP/s at `bytes_per_element` (a GPU's datasheet
+    /// figure); or see `peak_tflops_per_core`.
+    #[serde(default)]
+    pub peak_tflops: Option<f64>,
+    /// Peak dense rate of one core (DAE and CPU chips): the chip's is this times `cores`, so it
+    /// follows a change of the core count. Exactly one of the two is given.
+    #[serde(default)]
+    pub peak_tflops_per_core: Option<f64>,
     /// Bandwidth the layers stream at (default: the system's memory peak).
     #[serde(default)]
     pub bandwidth: Option<Bandwidth>,

@@ -482,13 +482,26 @@ pub fn experiment_plots(results: &Value, file: &str, dir: &Path) -> Result<Vec<P
 /// throughput and latency lines, the time breakdown where runs have one, and the operating
 /// points on the memory's curves where the results carry them. Returns the files
 /// written.
+/// Each plot is drawn even when another cannot be (the lines need a numeric first axis); the
+/// first error is returned after the others are written.
 pub fn sweep_plots(results: &Value, file: &str, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut written = sweep_lines(results, file, dir)?;
-    written.extend(breakdown::sweep_breakdown(results, file, dir)?.unwrap_or_default());
+    let mut written = Vec::new();
+    let mut first_error = None;
+    let mut keep = |r: Result<Vec<PathBuf>, String>| match r {
+        Ok(files) => written.extend(files),
+        Err(e) => {
+            first_error.get_or_insert(e);
+        }
+    };
+    keep(sweep_lines(results, file, dir));
+    keep(breakdown::sweep_breakdown(results, file, dir).map(Option::unwrap_or_default));
     if let Some(figure) = bandwidth_latency::from_sweep(results) {
-        written.extend(bandwidth_latency::save(&figure, dir, "bandwidth-latency")?);
+        keep(bandwidth_latency::save(&figure, dir, "bandwidth-latency"));
     }
-    Ok(written)
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(written),
+    }
 }
 
 #[cfg(test)]
