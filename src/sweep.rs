@@ -221,9 +221,18 @@ impl Sweep {
             let key = format!("sweep.axis[{k}].key");
             let p = resolve_key(&doc, &a.key).ok_or_else(|| SweepError::Axis {
                 at: doc.place(&key).to_string(),
-                key,
+                key: key.clone(),
                 message: format!("{:?} names no key of the config or its includes", a.key),
             })?;
+            // Two axes setting one key: the later would silently win at every point, while the
+            // results list both values.
+            if let Some(j) = resolved.iter().position(|q| *q == p) {
+                return Err(SweepError::Axis {
+                    at: doc.place(&key).to_string(),
+                    key,
+                    message: format!("{:?} sets the same key as axis {j} ({p})", a.key),
+                });
+            }
             resolved.push(p);
         }
         let memory_curve = match &section.memory_curve {
@@ -279,11 +288,25 @@ impl Sweep {
             "mode": match self.mode { SweepMode::Product => "product", SweepMode::Zip => "zip" },
             "littles_law": self.littles_law,
             "points": self.points.iter().map(Point::to_json).collect::<Vec<_>>(),
+            // Every point's resolved config (includes applied, axes set): a base config edited
+            // between a run and its resume changes this, where the path and axes stay the same.
+            "config_digest": self.config_digest(),
         });
         if let Some(c) = &self.memory_curve {
             m["memory_curve"] = c.to_json();
         }
         m
+    }
+
+    /// A digest (64-bit FNV-1a, hex) of every point's resolved config, in point order.
+    fn config_digest(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for exp in &self.experiments {
+            for b in format!("{:?}", exp.file).bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        format!("{h:016x}")
     }
 
     fn point_file(dir: &Path, index: usize) -> PathBuf {

@@ -44,6 +44,8 @@ impl MemoryCurveSpec {
             mem_frontend::resolve_memory(&section.memory).map_err(|e| format!("memory: {e}"))?
         };
         mem_frontend::load_memory(&memory).map_err(|e| format!("memory: {e}"))?;
+        // Absolute: the manifest carries it to a merge that may run from another directory.
+        let memory = std::fs::canonicalize(&memory).unwrap_or(memory);
         if section.points == 0 {
             return Err("points: must be at least 1".into());
         }

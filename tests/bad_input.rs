@@ -944,6 +944,11 @@ fn bad_sweeps_are_refused_before_any_point_runs() {
              [sweep.memory_curve]\nmemory = \"hbm2\"\nrequests = []\n",
             "at least one request size",
         ),
+        (
+            "[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n\
+             [[sweep.axis]]\nkey = \"system[0].cores\"\nvalues = [3, 4]\n",
+            "sets the same key as axis 0 (system[0].cores)",
+        ),
     ];
     for (axes, want) in cases {
         let cfg = small_experiment(&dir, &format!("\n[sweep]\n{axes}"));

@@ -151,6 +151,14 @@ fn an_interrupted_sweep_resumes_without_losing_or_rerunning_a_point() {
     // The resumed sweep equals an uninterrupted one.
     run(&cfg, &dir.join("clean"), &[]);
     assert_eq!(results(&out), results(&dir.join("clean")));
+    // The base config edited after the run (same path, same axes): its points are another
+    // sweep's, and resuming over them is refused rather than mixing the two.
+    let edited = std::fs::read_to_string(&cfg).unwrap().replacen("batch = 64", "batch = 32", 1);
+    std::fs::write(&cfg, edited).unwrap();
+    let o =
+        dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--resume"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("belong to another sweep"), "{err}");
 }
 
 #[test]

@@ -311,8 +311,17 @@ fn parse_stream(l: &mut Line, expect: usize) -> Result<Stream, ParseError> {
             let bytes = u32::try_from(l.unsigned()?).map_err(|_| l.err("row size does not fit 32 bits"))?;
             let (base, index, scale) = address(l)?;
             let tu = in_tu(l)?;
-            let lookup = l.try_eat("!lookup");
-            let non_temporal = l.try_eat("!nt");
+            // Flags in either order, each at most once (printed `!lookup !nt`).
+            let (mut lookup, mut non_temporal) = (false, false);
+            loop {
+                if !lookup && l.try_eat("!lookup") {
+                    lookup = true;
+                } else if !non_temporal && l.try_eat("!nt") {
+                    non_temporal = true;
+                } else {
+                    break;
+                }
+            }
             (tu, StreamKind::Row { base, index, scale, bytes, lookup, non_temporal })
         }
         _ => match op.strip_prefix("alu.") {

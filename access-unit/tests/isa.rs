@@ -166,3 +166,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn row_flags_parse_in_either_order_and_print_in_one() {
+    let a = ".au\ntu t0 = dense 0..4\ns0 = ite t0\ns1 = load.row 64 [0x1000 + s0 * 64] in t0 !nt !lookup\n";
+    let b = ".au\ntu t0 = dense 0..4\ns0 = ite t0\ns1 = load.row 64 [0x1000 + s0 * 64] in t0 !lookup !nt\n";
+    assert_eq!(parse(a).unwrap(), parse(b).unwrap());
+    assert_eq!(parse(a).unwrap().to_string(), b);
+    // Each at most once.
+    assert!(parse(&b.replace("!lookup !nt", "!nt !nt")).is_err());
+}

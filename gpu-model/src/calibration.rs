@@ -90,6 +90,20 @@ const BENCH_UNROLL: u32 = 8;
 
 /// Runs every microbenchmark at `scale`.
 pub fn run(gpu: &GpuSim, scale: Scale, seeds: &SeedTree) -> Result<Calibration, GpuSimError> {
+    // The benchmarks' tables span 64 GiB below their index and output streams (so nothing
+    // they gather stays in the L2): a smaller memory cannot hold them.
+    let need = STREAMS + (1 << 32);
+    if gpu.dram.capacity_bytes() < need {
+        return Err(GpuSimError::Build {
+            component: "calibration".into(),
+            message: format!(
+                "the benchmarks need {} GiB of memory, above the preset's {} GiB (they gather from \
+                 64 GiB of tables, as on an 80 GB H100)",
+                need >> 30,
+                gpu.dram.capacity_bytes() >> 30
+            ),
+        });
+    }
     let mut bench = gpu.clone();
     bench.sim.kernel.row_unroll = BENCH_UNROLL;
     let bench = &bench;

@@ -29,6 +29,8 @@ struct Point {
 #[derive(Debug, Clone)]
 struct Line {
     label: String,
+    /// The system it ran on.
+    system: String,
     points: Vec<Point>,
 }
 
@@ -87,7 +89,7 @@ fn read(results: &Field<'_>) -> Result<(String, Vec<Line>), String> {
             let point = Point { x, gb_per_s, mean_ns, p99_ns, peak };
             match lines.iter_mut().find(|l| l.label == label) {
                 Some(l) => l.points.push(point),
-                None => lines.push(Line { label, points: vec![point] }),
+                None => lines.push(Line { label, system: system.to_string(), points: vec![point] }),
             }
         }
     }
@@ -109,6 +111,14 @@ pub fn sweep_lines(results: &Value, file: &str, dir: &Path) -> Result<Vec<PathBu
     let (x_axis, lines) = read(&root)?;
     let littles = results["sweep"]["littles_law"].as_bool().unwrap_or(false);
     let mut figure = Figure::new(x_axis, lines, littles);
+    // What varies along the x axis: the first axis, and in zip mode every axis with it. An axis
+    // `system.NAME.key` varies only system NAME; any other may vary every system.
+    let axes = sweep_axes(&root)?;
+    let along = if results["sweep"]["mode"] == "zip" { &axes[..] } else { &axes[..axes.len().min(1)] };
+    figure.varied = along
+        .iter()
+        .map(|a| a.strip_prefix("system.").and_then(|k| k.split_once('.')).map(|(n, _)| n.to_string()))
+        .collect();
     // The memory alone, where the results carry its curves (`[sweep.memory_curve]`): the
     // bandwidth at which each kind of traffic saturates it.
     for c in results["memory_curves"].as_array().into_iter().flatten() {
@@ -136,6 +146,8 @@ struct Figure {
     x_axis: String,
     lines: Vec<Line>,
     littles: bool,
+    /// The systems the x axis varies (`None`: possibly every one).
+    varied: Option<Vec<String>>,
     log_x: bool,
     /// The axis range, in drawn units (log2 of the values on a log axis).
     range: (f64, f64),
@@ -164,7 +176,7 @@ impl Figure {
                 && a.iter().zip(&first).all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= 1e-9 * q.1.abs())
         };
         let shared_peak = lines.iter().all(|l| same(&l.peak())).then_some(first).filter(|p| !p.is_empty());
-        Figure { x_axis, lines, littles, log_x, range, shared_peak, saturation: Vec::new() }
+        Figure { x_axis, lines, littles, varied: None, log_x, range, shared_peak, saturation: Vec::new() }
     }
 
     /// A drawn x position.
@@ -191,7 +203,7 @@ impl Figure {
             if self.shared_peak.is_none() && !l.peak().is_empty() {
                 top.push((Swatch::Line(c, Dash::Dashed), format!("{}: memory's peak bandwidth", l.label)));
             }
-            if self.littles {
+            if self.law_applies(l) {
                 let x0 = l.points[0].x;
                 let text = format!("{}: Little's law at the latency measured at {short}={x0}", l.label);
                 top.push((Swatch::Line(c, Dash::Dotted), text));
@@ -244,6 +256,12 @@ impl Figure {
         Ok(chart)
     }
 
+    /// Whether Little's law applies to line `l`: what varies along the x axis must include its
+    /// system (see `varied`).
+    fn law_applies(&self, l: &Line) -> bool {
+        self.littles && self.varied.as_ref().is_none_or(|names| names.contains(&l.system))
+    }
+
     /// The top panel: throughput, the memory's peak and (if asked) Little's law.
     fn throughput(&self, area: &Area<'_>) -> Result<(), String> {
         let all = self.lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [Some(p.gb_per_s), p.peak]));
@@ -268,7 +286,7 @@ impl Figure {
             if self.shared_peak.is_none() {
                 draw_line(&mut chart, self.peak_points(&l.peak()), c, 1, Dash::Dashed)?;
             }
-            if self.littles {
+            if self.law_applies(l) {
                 let (x0, g0) = (l.points[0].x, l.points[0].gb_per_s);
                 let law = littles_law_line(x0, g0, x_max, y_max, self.log_x);
                 draw_line(
@@ -319,6 +337,9 @@ mod tests {
                       "peak_bandwidth_share": gbs / 800.0,
                       "lookup_latency_ps": { "p50": mean * 0.9, "p99": mean * 2.0, "mean": mean } },
                     { "system": "gpu", "workload": "rm1", "error": "failed" },
+                    { "system": "cpu", "workload": "rm1", "achieved_gb_per_s": 20.0,
+                      "peak_bandwidth_share": 20.0 / 800.0,
+                      "lookup_latency_ps": { "p50": 1e5, "p99": 3e5, "mean": 1.2e5 } },
                 ],
             })
         };
@@ -359,6 +380,17 @@ mod tests {
         sweep_lines(&results(true), "sweep-results.json", &dir).unwrap();
         let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
         assert!(svg.contains("dae rm1: Little&apos;s law at the latency measured at max_outstanding=1"));
+        // The axis is the DAE system's: the CPU's line, which it does not vary, gets no law.
+        assert!(svg.contains("cpu rm1: mean") && !svg.contains("cpu rm1: Little"), "{svg}");
+        // Zipped with an axis of the CPU's, the x axis varies both: both get the law.
+        let mut zipped = results(true);
+        zipped["sweep"]["mode"] = json!("zip");
+        for p in zipped["points"].as_array_mut().unwrap() {
+            p["point"]["axes"] = json!(["system.dae.max_outstanding", "system.cpu.max_outstanding"]);
+        }
+        sweep_lines(&zipped, "sweep-results.json", &dir).unwrap();
+        let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
+        assert!(svg.contains("cpu rm1: Little") && svg.contains("dae rm1: Little"));
         assert!(!svg.contains("saturates"), "no memory curves, no saturation line");
         // With the memory's curves in the results, each curve's saturation gets its line.
         let mut v = results(false);
