@@ -430,7 +430,22 @@ fn energy_table(all: &[Outcome]) -> String {
         }
         rows.push(r);
     }
-    format!("\nEnergy per lookup by component, nJ (static and dynamic):\n{}", layout(&rows))
+    let mut t = format!("\nEnergy per lookup by component, nJ (static and dynamic):\n{}", layout(&rows));
+    // The GPU's power model caps energy at TDP x time without slowing the kernel: say where it
+    // did, since the perf/W of those runs is flattered by the cap.
+    for o in all {
+        if let Ok(Measured { energy: Some(e), .. }) = &o.result
+            && e.tdp_bound
+        {
+            let _ = writeln!(
+                t,
+                "note: {} on {} reached its TDP: energy is capped at TDP x time and the kernel is not \
+                 slowed (perf/W is optimistic)",
+                o.workload, o.system
+            );
+        }
+    }
+    t
 }
 
 /// The JSON form of an energy report.
@@ -648,7 +663,8 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
     let mut t = String::from(
         "system,workload,model,sim_time_ps,lookups,lookups_per_second,achieved_gb_per_s,\
          peak_bandwidth_share,p50_ps,p99_ps,speedup_vs_baseline,average_power_w,energy_per_lookup_nj,\
-         lookups_per_second_per_watt,perf_per_watt_vs_baseline,analytic_time_ps,verified,error\n",
+         lookups_per_second_per_watt,perf_per_watt_vs_baseline,analytic_time_ps,dense_time_ps,\
+         end_to_end_time_ps,end_to_end_speedup_vs_baseline,verified,error\n",
     );
     let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     let quote = csv_field;
@@ -670,6 +686,10 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
                     num(perf_per_watt(m)),
                     num(perf_per_watt_ratio(exp, all, o)),
                     m.analytic_time.map_or(String::new(), |a| a.to_string()),
+                    // Empty unless the workload lists dense layers and the system has dense units.
+                    m.dense_time.map_or(String::new(), |d| d.to_string()),
+                    end_to_end(m).map_or(String::new(), |t| t.to_string()),
+                    num(end_to_end_speedup(exp, all, o)),
                     match &m.verified {
                         Some(Ok(())) => "true".into(),
                         Some(Err(_)) => "false".into(),
@@ -682,7 +702,7 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
                 ]);
             }
             Err(e) => {
-                f.extend(std::iter::repeat_n(String::new(), 14));
+                f.extend(std::iter::repeat_n(String::new(), 17));
                 f.push(quote(e));
             }
         }

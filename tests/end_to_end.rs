@@ -43,6 +43,17 @@ fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
     assert!((9_000_000..11_000_000).contains(&dense["dae"]), "{dense:?}");
     assert_eq!(dense["dae"], dense["cpu"]);
     assert!(out.join("speedup.svg").exists());
+    // results.csv carries the same end-to-end figures.
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for (line, r) in csv.lines().skip(1).zip(runs) {
+        let row: Vec<&str> = line.split(',').collect();
+        assert_eq!(row[col("dense_time_ps")], r["dense_time_ps"].to_string(), "{line}");
+        assert_eq!(row[col("end_to_end_time_ps")], r["end_to_end_time_ps"].to_string(), "{line}");
+        let speedup = row[col("end_to_end_speedup_vs_baseline")].parse::<f64>().unwrap();
+        assert!((speedup - r["end_to_end_speedup_vs_baseline"].as_f64().unwrap()).abs() < 1e-12, "{line}");
+    }
 }
 
 #[test]

@@ -47,6 +47,23 @@ fn results_carry_power_energy_per_lookup_and_perf_per_watt() {
     }
     let g = &json["geomean_vs_baseline"]["dae"];
     assert!(g["speedup"].as_f64().unwrap() > 0.0 && g["perf_per_watt"].as_f64().unwrap() > 0.0, "{g}");
+    assert!(!table.contains("reached its TDP"), "the stock H100 stays under its TDP here: {table}");
+}
+
+#[test]
+fn a_gpu_run_at_its_tdp_is_pointed_out() {
+    // Static power equal to the TDP: any dynamic energy passes it, so the energy is capped at
+    // TDP x time while the kernel runs as fast as before, and the table must say so.
+    let dir = temp_dir("power-tdp");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text =
+        text.replacen("name = \"h100\"\n", "name = \"h100\"\npower.tdp_w = 60.0\npower.static_w = 60.0\n", 1);
+    std::fs::write(&cfg, text).unwrap();
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", dir.join("out").to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(table.contains("note: emb-small on h100 reached its TDP"), "{table}");
 }
 
 /// Runs the small workload at `batch` bags on the system named `system`.

@@ -277,7 +277,7 @@ fn results_csv_has_a_row_per_pair_and_bandwidth_as_a_share_of_peak() {
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.len(), 18, "{header:?}");
+    assert_eq!(header.len(), 21, "{header:?}");
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), runs.len());
