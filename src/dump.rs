@@ -122,13 +122,13 @@ pub fn dump(exp: &Experiment, outcomes: &[Outcome], opts: &DumpOptions) -> Resul
             files.extend(write_inputs(&dir.join(INPUTS), spec, &inst)?);
         }
         for o in outcomes.iter().filter(|o| o.workload == spec.name) {
-            let path = dir.join(&o.system).join("output.npy");
+            let sys_dir = dir.join(&o.system);
+            let path = sys_dir.join("output.npy");
             let Some(out) = o.result.as_ref().ok().and_then(|m| m.outputs.as_ref()) else {
                 // No outputs this time: an earlier run's file would pass for this run's.
                 let _ = std::fs::remove_file(&path);
                 continue;
             };
-            let sys_dir = dir.join(&o.system);
             create_dir(&sys_dir)?;
             npy::write(&path, &[spec.bags() as usize, spec.out_width() as usize], out)?;
             files.push(path);

@@ -292,13 +292,7 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         }
         if let Some(noc) = &s.noc {
             noc.check(c.line).map_err(|e| {
-                let key = match &e {
-                    mem_model::cache::CrossbarError::Zero { field } => field,
-                    mem_model::cache::CrossbarError::Granule(_) => "granule",
-                    mem_model::cache::CrossbarError::TooManyInFlight(_) => "max_in_flight",
-                    _ => "topology",
-                };
-                doc.error_at(&at(&format!("noc.{key}")), e.to_string())
+                doc.error_at(&at(&format!("noc.{}", e.field().unwrap_or("topology"))), e.to_string())
             })?;
         }
         caches = CachePlan {
@@ -1349,6 +1343,12 @@ fn run_one(
 }
 
 impl Outcome {
+    /// Whether the pair ran and, where it computes outputs, they equal the reference: a
+    /// mismatch is as much a failure as a run that stopped.
+    pub fn succeeded(&self) -> bool {
+        matches!(&self.result, Ok(m) if !matches!(m.verified, Some(Err(_))))
+    }
+
     /// The outcome of system `name` (`plan`) on `spec`: `result` with the time of the
     /// workload's dense layers on that system added (end-to-end mode).
     pub(crate) fn of(

@@ -381,7 +381,7 @@ fn run(args: &RunArgs) -> Result<bool> {
         }),
         None => Ok(()),
     };
-    let ok = outcomes.iter().all(|o| matches!(&o.result, Ok(m) if !matches!(m.verified, Some(Err(_)))));
+    let ok = outcomes.iter().all(experiment::Outcome::succeeded);
     for o in &outcomes {
         match &o.result {
             Err(e) => eprintln!("error: {} on {}: {e}", o.workload, o.system),

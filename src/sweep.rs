@@ -367,21 +367,23 @@ pub fn run(
         }
     }
     report::write_json(dir, "sweep.json", &manifest).map_err(|e| io(&manifest_path, e))?;
-    let mut todo = Vec::new();
+    let (mut todo, mut skipped) = (Vec::new(), Vec::new());
     let mut summary = RunSummary::default();
     for i in sweep.selected(opts.shard) {
         if opts.resume && Sweep::point_file(dir, i).exists() {
-            summary.skipped += 1;
+            skipped.push(i);
         } else {
             todo.push(i);
         }
     }
+    summary.skipped = skipped.len();
     let (tx, rx) = crossbeam::channel::unbounded::<usize>();
     for &i in &todo {
         let _ = tx.send(i);
     }
     drop(tx);
     let errors: Mutex<Vec<SweepError>> = Mutex::new(Vec::new());
+    let failed = std::sync::atomic::AtomicUsize::new(0);
     let threads = opts.threads.clamp(1, todo.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -390,11 +392,10 @@ pub fn run(
                     let (p, exp) = (&sweep.points[i], &sweep.experiments[i]);
                     // Points already run in parallel: each runs its pairs on one thread.
                     let outcomes = experiment::run(exp, 1, |_| {});
-                    // A pair whose outputs differ from the reference failed as surely as one
-                    // that stopped.
-                    let ok = outcomes
-                        .iter()
-                        .all(|o| matches!(&o.result, Ok(m) if !matches!(m.verified, Some(Err(_)))));
+                    let ok = outcomes.iter().all(experiment::Outcome::succeeded);
+                    if !ok {
+                        failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     let mut v = report::json(exp, &outcomes);
                     v["point"] = p.to_json();
                     let path = Sweep::point_file(dir, i);
@@ -412,11 +413,11 @@ pub fn run(
         return Err(e);
     }
     summary.ran = todo.len();
-    // Over every point this run owns, those it skipped as finished included: a resumed sweep
-    // with a failed point has failed as much as the run that found it.
-    for i in sweep.selected(opts.shard) {
-        let f = Sweep::point_file(dir, i);
-        if f.exists() && point_failed(&read_json(&f)?) {
+    summary.failed = failed.into_inner();
+    // The points skipped as finished count too: a resumed sweep with a failed point has failed
+    // as much as the run that found it. (Only those are read back; this run's are known.)
+    for &i in &skipped {
+        if point_failed(&read_json(&Sweep::point_file(dir, i))?) {
             summary.failed += 1;
         }
     }

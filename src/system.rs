@@ -347,7 +347,6 @@ fn build_err(component: &str, e: impl std::fmt::Display) -> SystemError {
     SystemError::Build { component: component.to_string(), message: e.to_string() }
 }
 
-/// Names and states of the components still busy.
 /// The tick at which the last core and access unit finished (`None` if one has not).
 fn finish_tick(
     e: &Engine<Node>,
@@ -366,6 +365,7 @@ fn finish_tick(
     Some(end)
 }
 
+/// Names and states of the components still busy.
 fn busy_report(e: &Engine<Node>) -> Vec<String> {
     (0..e.component_count())
         .filter_map(|i| e.component(sim_core::ComponentId::from_index(i)))
@@ -631,9 +631,11 @@ pub fn run(
     let summary = summary?;
     // A timer left behind by a finished component (an access unit's flush deadline) may lie
     // beyond the limit: only work still held is a run out of time.
-    let busy = busy_report(&e);
-    if summary.hit_limit && !busy.is_empty() {
-        return Err(SystemError::TimeLimit { limit: max_time, report: format!("{busy:?}") });
+    if summary.hit_limit {
+        let busy = busy_report(&e);
+        if !busy.is_empty() {
+            return Err(SystemError::TimeLimit { limit: max_time, report: format!("{busy:?}") });
+        }
     }
     // The run ends when the last core and unit have finished (every request of theirs
     // answered), not at the last event: a stale timer firing later is not simulated time.

@@ -116,26 +116,35 @@ fn a_missing_config_and_a_bad_baseline_are_errors() {
     assert!(err.contains("report.baseline: no system is named \"a100\""), "{err}");
 }
 
-#[test]
-fn out_of_range_core_and_access_unit_sizes_are_named() {
-    for (edit, key, why) in [
-        ("core = { rob_entries = 4000000000 }", "system[1].core.rob_entries", "must be 1 to 65536"),
-        ("core = { lq_entries = 0 }", "system[1].core.lq_entries", "must be 1 to 65536"),
-        (
-            "core = { functional_units = { alu = 0, muldiv = 1, vector = 1, load = 1, store = 1 } }",
-            "system[1].core.functional_units.alu",
-            "must be 1 to 64",
-        ),
-    ] {
-        // The second system (the plain CPU) gets the bad value.
-        let cfg = edited_experiment(
-            "core-range",
-            "cores = 4\naccess_unit = \"none\"",
-            &format!("cores = 4\naccess_unit = \"none\"\n{edit}"),
-        );
+/// For each (edit, key, why): the small experiment with the line `edit` added after `anchor`
+/// (in tag's directory) is refused at load with an error naming `key` and saying `why`.
+fn each_edit_is_refused(tag: &str, anchor: &str, cases: &[(&str, &str, &str)]) {
+    for (edit, key, why) in cases {
+        let cfg = edited_experiment(tag, anchor, &format!("{anchor}\n{edit}"));
         let err = config_fails(&cfg);
         assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
     }
+}
+
+/// The plain CPU system's table in the small experiment: edits after it apply to system[1].
+const CPU_SYSTEM: &str = "cores = 4\naccess_unit = \"none\"";
+
+#[test]
+fn out_of_range_core_and_access_unit_sizes_are_named() {
+    // The second system (the plain CPU) gets the bad value.
+    each_edit_is_refused(
+        "core-range",
+        CPU_SYSTEM,
+        &[
+            ("core = { rob_entries = 4000000000 }", "system[1].core.rob_entries", "must be 1 to 65536"),
+            ("core = { lq_entries = 0 }", "system[1].core.lq_entries", "must be 1 to 65536"),
+            (
+                "core = { functional_units = { alu = 0, muldiv = 1, vector = 1, load = 1, store = 1 } }",
+                "system[1].core.functional_units.alu",
+                "must be 1 to 64",
+            ),
+        ],
+    );
     let cfg = edited_experiment(
         "au-range",
         "cores = 4\n",
@@ -149,67 +158,75 @@ fn out_of_range_core_and_access_unit_sizes_are_named() {
 #[test]
 fn values_the_components_would_refuse_at_build_are_named_at_load() {
     // Each once failed only when its pair ran, without the file or the key.
-    for (edit, key, why) in [
-        ("core = { max_outstanding = 4000000000 }", "system[1].core.max_outstanding", "must be 1 to 1048576"),
-        ("core = { mispredict_penalty = 4000000000 }", "system[1].core.mispredict_penalty", "must be 0 to"),
-        (
-            "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 0 }",
-            "noc.max_in_flight",
-            "at least 1",
-        ),
-        (
-            "noc = { topology = { kind = \"crossbar\", cycles = 8 }, bank_queue = 0 }",
-            "noc.bank_queue",
-            "at least 1",
-        ),
-        (
-            "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 4000000000 }",
-            "noc.max_in_flight",
-            "above the supported maximum",
-        ),
-        ("caches.llc_banks = 100000", "system[1].caches.llc_banks", "must be 0 (one bank per core) to 4096"),
-    ] {
-        let cfg = edited_experiment(
-            "build-range",
-            "cores = 4\naccess_unit = \"none\"",
-            &format!("cores = 4\naccess_unit = \"none\"\n{edit}"),
-        );
-        let err = config_fails(&cfg);
-        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
-    }
+    each_edit_is_refused(
+        "build-range",
+        CPU_SYSTEM,
+        &[
+            (
+                "core = { max_outstanding = 4000000000 }",
+                "system[1].core.max_outstanding",
+                "must be 1 to 1048576",
+            ),
+            (
+                "core = { mispredict_penalty = 4000000000 }",
+                "system[1].core.mispredict_penalty",
+                "must be 0 to",
+            ),
+            (
+                "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 0 }",
+                "noc.max_in_flight",
+                "at least 1",
+            ),
+            (
+                "noc = { topology = { kind = \"crossbar\", cycles = 8 }, bank_queue = 0 }",
+                "noc.bank_queue",
+                "at least 1",
+            ),
+            (
+                "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 4000000000 }",
+                "noc.max_in_flight",
+                "above the supported maximum",
+            ),
+            (
+                "caches.llc_banks = 100000",
+                "system[1].caches.llc_banks",
+                "must be 0 (one bank per core) to 4096",
+            ),
+        ],
+    );
 }
 
 #[test]
 fn gpu_values_that_would_panic_or_exhaust_the_host_are_named_at_load() {
-    for (edit, key, why) in [
-        // 8388608 x 512 threads once wrapped to 0 in u32 and divided by it.
-        (
-            "gpu_sim.kernel.registers_per_thread = 8388608",
-            "gpu_sim.kernel.registers_per_thread",
-            "must be 1 to 255",
-        ),
-        ("gpu.sms = 100000", "system[2].gpu.sms", "must be 1 to 4096"),
-        ("gpu_sim.schedulers = 4294967295", "gpu_sim.schedulers", "must be 1 to 64"),
-        ("gpu_sim.l1.size = \"4GiB\"", "gpu_sim.l1.size", "more lines than the supported"),
-        ("gpu.clock = \"0GHz\"", "gpu.clock", "must be above 0 Hz"),
-        ("gpu_sim.l2.max_in_flight = 4294967295", "gpu_sim.l2.max_in_flight", "must be 1 to 1048576"),
-        // Too few warp slots for a block: the threads per block, not the registers.
-        (
-            "gpu.warps_per_sm = 8",
-            "gpu_sim.kernel.threads_per_block",
-            "needs more warps than gpu.warps_per_sm",
-        ),
-        // The simulated bandwidth is reported as a share of this: it must be the memory's.
-        (
-            "gpu.hbm_bandwidth = \"0.5TB/s\"",
-            "system[2].gpu.hbm_bandwidth",
-            "differs from the peak of the memory",
-        ),
-    ] {
-        let cfg = edited_experiment("gpu-range", "name = \"h100\"\n", &format!("name = \"h100\"\n{edit}\n"));
-        let err = config_fails(&cfg);
-        assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
-    }
+    each_edit_is_refused(
+        "gpu-range",
+        "name = \"h100\"",
+        &[
+            // 8388608 x 512 threads once wrapped to 0 in u32 and divided by it.
+            (
+                "gpu_sim.kernel.registers_per_thread = 8388608",
+                "gpu_sim.kernel.registers_per_thread",
+                "must be 1 to 255",
+            ),
+            ("gpu.sms = 100000", "system[2].gpu.sms", "must be 1 to 4096"),
+            ("gpu_sim.schedulers = 4294967295", "gpu_sim.schedulers", "must be 1 to 64"),
+            ("gpu_sim.l1.size = \"4GiB\"", "gpu_sim.l1.size", "more lines than the supported"),
+            ("gpu.clock = \"0GHz\"", "gpu.clock", "must be above 0 Hz"),
+            ("gpu_sim.l2.max_in_flight = 4294967295", "gpu_sim.l2.max_in_flight", "must be 1 to 1048576"),
+            // Too few warp slots for a block: the threads per block, not the registers.
+            (
+                "gpu.warps_per_sm = 8",
+                "gpu_sim.kernel.threads_per_block",
+                "needs more warps than gpu.warps_per_sm",
+            ),
+            // The simulated bandwidth is reported as a share of this: it must be the memory's.
+            (
+                "gpu.hbm_bandwidth = \"0.5TB/s\"",
+                "system[2].gpu.hbm_bandwidth",
+                "differs from the peak of the memory",
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -210,15 +210,21 @@ fn latency_curve_small() {
     }
 }
 
+/// Runs `dae-sim mem` on a DRAMsim3 trace of `text` in a fresh directory `tag`; returns the
+/// checked report's `results`.
+fn dramsim3_results(tag: &str, text: &str) -> Value {
+    let dir = temp_dir(tag);
+    let trace = dir.join("trace.txt");
+    std::fs::write(&trace, text).unwrap();
+    let (table, json) = mem_ok(&dir, &["--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
+    check_report(&table, &json)
+}
+
 #[test]
 fn an_idle_gap_longer_than_a_run_slice_is_simulated_not_spun_on() {
     // 20,000 cycles at 1.6 GHz: 12.5 us between the two reads, beyond the front end's 10 us
     // slices (a run once waited forever for a slice with an event in it).
-    let dir = temp_dir("gap");
-    let trace = dir.join("gap.trace");
-    std::fs::write(&trace, "0x0 READ 0\n0x40 READ 20000\n").unwrap();
-    let (table, json) = mem_ok(&dir, &["--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
-    let r = check_report(&table, &json);
+    let r = dramsim3_results("gap", "0x0 READ 0\n0x40 READ 20000\n");
     assert_eq!(r["reads"].as_u64(), Some(2));
     assert!(r["sim_time_ps"].as_u64().unwrap() > 12_500_000, "{r}");
 }
@@ -227,12 +233,8 @@ fn an_idle_gap_longer_than_a_run_slice_is_simulated_not_spun_on() {
 fn posted_writes_count_until_their_data_reaches_the_device() {
     // 31 writes at cycle 0 to different rows of one bank are answered on arrival, but the bank
     // takes a row cycle (tRC, 45 ns) for each: the run, and the bandwidth, must include that.
-    let dir = temp_dir("writes");
-    let trace = dir.join("writes.trace");
     let lines: String = (1..32u64).map(|i| format!("{:#x} WRITE 0\n", i << 20)).collect();
-    std::fs::write(&trace, lines).unwrap();
-    let (table, json) = mem_ok(&dir, &["--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
-    let r = check_report(&table, &json);
+    let r = dramsim3_results("writes", &lines);
     assert_eq!(r["writes"].as_u64(), Some(31));
     assert!(r["sim_time_ps"].as_u64().unwrap() > 30 * 45_000, "{r}");
     // Every write's two bursts were issued before the report was made.
@@ -261,11 +263,7 @@ fn short_bursts_of_large_requests_stay_under_the_peak() {
 fn a_single_read_reports_its_exact_latency() {
     // One read to a closed bank: every figure is the one latency, a whole number of 625 ps
     // cycles (the histogram alone would round it to three significant digits).
-    let dir = temp_dir("one-read");
-    let trace = dir.join("one.trace");
-    std::fs::write(&trace, "0x0 READ 0\n").unwrap();
-    let (table, json) = mem_ok(&dir, &["--trace", trace.to_str().unwrap(), "--format", "dramsim3"]);
-    let r = check_report(&table, &json);
+    let r = dramsim3_results("one-read", "0x0 READ 0\n");
     let l = &r["read_latency_ns"];
     let mean = l["mean"].as_f64().unwrap();
     for q in ["p50", "p99", "max"] {

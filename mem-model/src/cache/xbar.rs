@@ -74,6 +74,19 @@ pub struct CrossbarConfig {
     pub bank_queue: u32,
 }
 
+impl CrossbarError {
+    /// The configuration key at fault, for errors that name one.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            CrossbarError::Zero { field } => Some(field),
+            CrossbarError::Granule(_) => Some("granule"),
+            CrossbarError::TooManyInFlight(_) => Some("max_in_flight"),
+            CrossbarError::Topology(_) => Some("topology"),
+            CrossbarError::NoPorts { .. } | CrossbarError::Stats(_) => None,
+        }
+    }
+}
+
 impl CrossbarConfig {
     /// Checks the values that do not depend on the wiring (`line`: the default granule), so a
     /// configuration can be rejected before anything is built.
