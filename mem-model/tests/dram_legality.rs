@@ -81,7 +81,7 @@ fn variant(which: u32) -> DramSpec {
             p.controller.write_low_watermark = 1;
             p.controller.xor_bank = true;
         }),
-        6 => spec("hbm3e-h200"),
+        6 => spec_with("hbm3e-h200", |p| p.controller.channel_hash = true),
         _ => spec("hbm2e"),
     }
 }

@@ -269,6 +269,7 @@ mod robustness {
             c.write_low_watermark = queues.2 % c.write_high_watermark;
             c.interleave = sim_core::ByteSize::from_bytes(32 << interleave);
             c.xor_bank = xor;
+            c.channel_hash = xor;
             let spec = match DramSpec::from_preset(p) {
                 Ok(s) => s,
                 // Only what the model cannot hold may be refused (an interleave wider than a

@@ -18,7 +18,14 @@
 //! different channels before they share a channel's command bus); `Ba` counts bank groups and
 //! banks, bank group fastest (so consecutive chunks of one pseudo-channel alternate bank groups
 //! and pay tCCD_S, not tCCD_L). With `xor_bank`, the bank index is XORed with the low row bits
-//! (permutation-based interleaving, which spreads row-conflicting strides over banks).
+//! (permutation-based interleaving, which spreads row-conflicting strides over banks). With
+//! `channel_hash`, the pseudo-channel index is rotated (modulo the pseudo-channel count, which
+//! need not be a power of two) by a hash of every other field, as GPUs hash the memory
+//! partition index against *partition camping*: thousands of warps that stream from
+//! addresses a power-of-two stride apart would otherwise all start on the few pseudo-channels
+//! that stride maps to, and advance over them together. GPGPU-Sim/Accel-Sim model the same with
+//! their IPOLY partition indexing (Rau, "Pseudo-randomly interleaved memory", ISCA 1991). The
+//! rotation depends only on the other fields, so the mapping stays a bijection.
 
 use crate::dram::error::DramError;
 
@@ -189,6 +196,10 @@ pub struct AddressMapping {
     digits: [(Field, Radix); 5],
     pow2: Option<Pow2>,
     xor_bank: bool,
+    /// Rotate the pseudo-channel index by a hash of the other fields.
+    channel_hash: bool,
+    /// Pseudo-channels over all stacks (the `Ch` field's size).
+    pseudo_channels: u64,
     capacity: u64,
 }
 
@@ -260,8 +271,33 @@ impl AddressMapping {
             digits,
             pow2,
             xor_bank,
+            channel_hash: false,
+            pseudo_channels: u64::from(g.channels) * u64::from(g.pseudo_channels),
             capacity,
         })
+    }
+
+    /// The mapping with pseudo-channel hashing on or off (see the module docs).
+    pub fn with_channel_hash(mut self, on: bool) -> Self {
+        self.channel_hash = on;
+        self
+    }
+
+    /// Whether pseudo-channel hashing is on.
+    pub fn channel_hash(&self) -> bool {
+        self.channel_hash
+    }
+
+    /// The rotation of the pseudo-channel index for the other fields' digits `v` (`Ch`'s own
+    /// entry is ignored): a multiplicative hash, so neighbouring rows, columns and banks get
+    /// unrelated rotations.
+    #[inline]
+    fn rotation(&self, v: &[u64; 5]) -> u64 {
+        let key = v[Field::Ra as usize]
+            ^ (v[Field::Ba as usize] << 8)
+            ^ (v[Field::Co as usize] << 20)
+            ^ (v[Field::Ro as usize] << 36);
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % self.pseudo_channels
     }
 
     /// The scheme.
@@ -296,7 +332,10 @@ impl AddressMapping {
             let col_lo = burst & ((1 << p.interleave) - 1);
             let x = burst >> p.interleave;
             let v: [u64; 5] = std::array::from_fn(|f| (x >> p.shift[f]) & p.mask[f]);
-            let (ch, ra, mut ba, ro, co) = (v[0], v[1], v[2], v[3], v[4]);
+            let (mut ch, ra, mut ba, ro, co) = (v[0], v[1], v[2], v[3], v[4]);
+            if self.channel_hash {
+                ch = (ch + self.rotation(&v)) & p.mask[Field::Ch as usize];
+            }
             if self.xor_bank {
                 ba ^= ro & p.mask[Field::Ba as usize];
             }
@@ -324,7 +363,10 @@ impl AddressMapping {
             v[field as usize] = d;
             x = rest;
         }
-        let (ch, ra, mut ba, ro, co) = (v[0], v[1], v[2], v[3], v[4]);
+        let (mut ch, ra, mut ba, ro, co) = (v[0], v[1], v[2], v[3], v[4]);
+        if self.channel_hash {
+            ch = (ch + self.rotation(&v)) % self.pseudo_channels;
+        }
         if self.xor_bank {
             let n = u64::from(g.bank_groups) * u64::from(g.banks);
             ba ^= ro & (n - 1);
@@ -369,6 +411,10 @@ impl AddressMapping {
         v[Field::Ba as usize] = ba;
         v[Field::Ro as usize] = u64::from(a.row);
         v[Field::Co as usize] = u64::from(a.column) / il;
+        if self.channel_hash {
+            let n = self.pseudo_channels;
+            v[Field::Ch as usize] = (v[Field::Ch as usize] + n - self.rotation(&v)) % n;
+        }
         let mut x = 0u64;
         for (field, radix) in self.digits.iter().rev() {
             x = x * radix.size + v[*field as usize];
@@ -397,15 +443,19 @@ mod tests {
     #[test]
     fn every_scheme_is_a_bijection() {
         for scheme in MappingScheme::ALL {
-            for xor in [false, true] {
+            for (xor, hash) in [(false, false), (true, false), (false, true), (true, true)] {
                 for il in [1, 2, 4] {
-                    let m = AddressMapping::new(scheme, geometry(), il, xor).unwrap();
+                    let m = AddressMapping::new(scheme, geometry(), il, xor).unwrap().with_channel_hash(hash);
                     assert_eq!(m.capacity(), 3 * 2 * 2 * 2 * 2 * 4 * 8 * 32);
                     let mut seen = std::collections::HashSet::new();
                     for burst in 0..m.capacity() / 32 {
                         let a = m.decode(burst * 32 + 5).unwrap();
                         assert!(seen.insert(a), "{scheme:?} maps two bursts to {a:?}");
-                        assert_eq!(m.encode(&a), Some(burst * 32), "{scheme:?} xor={xor} il={il}");
+                        assert_eq!(
+                            m.encode(&a),
+                            Some(burst * 32),
+                            "{scheme:?} xor={xor} hash={hash} il={il}"
+                        );
                     }
                     assert_eq!(m.decode(m.capacity()), None);
                 }
@@ -424,15 +474,15 @@ mod tests {
             ..geometry()
         };
         for scheme in MappingScheme::ALL {
-            for xor in [false, true] {
+            for (xor, hash) in [(false, false), (true, false), (false, true), (true, true)] {
                 for il in [1, 2, 4] {
-                    let m = AddressMapping::new(scheme, g, il, xor).unwrap();
+                    let m = AddressMapping::new(scheme, g, il, xor).unwrap().with_channel_hash(hash);
                     assert!(m.pow2.is_some());
                     for addr in (0..m.capacity()).step_by(7) {
                         assert_eq!(
                             m.decode(addr),
                             Some(m.decode_digits(addr)),
-                            "{scheme:?} xor={xor} il={il}"
+                            "{scheme:?} xor={xor} hash={hash} il={il}"
                         );
                     }
                 }
@@ -451,6 +501,31 @@ mod tests {
         // After all 6 pseudo-channels, the rank changes, then the bank group.
         assert_eq!(chunk(6).rank, 1);
         assert_eq!((chunk(12).rank, chunk(12).bank_group), (0, 1));
+    }
+
+    #[test]
+    fn channel_hashing_spreads_a_power_of_two_stride() {
+        // The H100's 160 pseudo-channels, 128 B per pseudo-channel: streams starting 8 KiB apart
+        // (64 chunks) all start on the 5 pseudo-channels that are multiples of 32 unhashed.
+        let g = MappingGeometry {
+            channels: 80,
+            pseudo_channels: 2,
+            ranks: 4,
+            bank_groups: 4,
+            banks: 4,
+            rows: 1 << 10,
+            columns: 32,
+            burst_bytes: 32,
+        };
+        let pcs = |hash: bool| {
+            let m =
+                AddressMapping::new(MappingScheme::RoRaCoBaCh, g, 4, false).unwrap().with_channel_hash(hash);
+            let set: std::collections::HashSet<u32> =
+                (0..1000u64).map(|k| m.controller_of(&m.decode(k * 8192).unwrap())).collect();
+            set.len()
+        };
+        assert_eq!(pcs(false), 5);
+        assert!(pcs(true) > 140, "{}", pcs(true));
     }
 
     #[test]

@@ -385,7 +385,8 @@ impl DramSpec {
             columns,
             burst_bytes,
         };
-        let mapping = AddressMapping::new(scheme, geometry, interleave_bursts, c.xor_bank)?;
+        let mapping = AddressMapping::new(scheme, geometry, interleave_bursts, c.xor_bank)?
+            .with_channel_hash(c.channel_hash);
 
         // Latencies.
         let read_latency = latency("latency.read", &preset.latency.read, &timings)?;
