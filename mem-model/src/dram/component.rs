@@ -29,7 +29,7 @@
 //! are queued as one controller entry.
 
 use crate::dram::command::{Command, NUM_COMMANDS};
-use crate::dram::controller::{Controller, FIRST_ACT, FIRST_PRE, Issued, NO_REQ, RunOut};
+use crate::dram::controller::{Controller, FIRST_ACT, FIRST_PRE, Issued, NO_REQ, Owed, RunOut};
 use crate::dram::counters::{DramCounters, StatIds};
 use crate::dram::device::Device;
 use crate::dram::error::DramError;
@@ -406,7 +406,7 @@ where
                 return false;
             }
             if self.ctrls[i].is_idle() {
-                self.ctrls[i].catch_up(&mut self.device, cycle, &mut self.out);
+                self.catch_up(i / self.pcs as usize, cycle);
                 self.absorb(ctx);
             }
             let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
@@ -551,6 +551,46 @@ where
         }
     }
 
+    /// Replays, merged in time order, the refreshes that the sleeping controllers of channel
+    /// `ch` owe up to `cycle`, and wakes any left owing one it cannot issue yet. Called before
+    /// a controller of the channel issues anything: the sleepers' refreshes happened before
+    /// it, and the channel's command buses must see them in that order (replayed later, they
+    /// would all be pushed past the last command of a busy sibling, blocking their banks for
+    /// microseconds).
+    fn catch_up(&mut self, ch: usize, cycle: u64) {
+        let first = ch * self.pcs as usize;
+        let sleepers = first..first + self.pcs as usize;
+        loop {
+            let mut best: Option<(usize, Owed)> = None;
+            for j in sleepers.clone() {
+                if self.wake_at[j] != u64::MAX {
+                    continue;
+                }
+                if let Some(o) = self.ctrls[j].owed(&self.device, cycle)
+                    && best.is_none_or(|(_, b)| o.at < b.at)
+                {
+                    best = Some((j, o));
+                }
+            }
+            let Some((j, o)) = best else { break };
+            self.ctrls[j].replay(&mut self.device, o, &mut self.out);
+        }
+        for j in sleepers {
+            if self.wake_at[j] == u64::MAX && self.ctrls[j].refresh.any_pending() {
+                self.wake_at[j] = cycle + 1;
+                self.min_wake = self.min_wake.min(cycle + 1);
+            }
+        }
+    }
+
+    /// Whether a sleeping controller of channel `ch` owes a refresh by `cycle`.
+    #[inline]
+    fn sleepers_owe(&self, ch: usize, cycle: u64) -> bool {
+        let first = ch * self.pcs as usize;
+        (first..first + self.pcs as usize)
+            .any(|j| self.wake_at[j] == u64::MAX && self.ctrls[j].refresh.next_due() <= cycle)
+    }
+
     /// Does everything due at the current tick: data returns and controller runs.
     fn advance(&mut self, ctx: &mut Ctx<'_, M>) {
         let now = ctx.now();
@@ -571,6 +611,10 @@ where
             self.min_wake = u64::MAX;
             for i in 0..self.ctrls.len() {
                 if self.wake_at[i] <= cycle {
+                    let ch = i / self.pcs as usize;
+                    if self.pcs > 1 && self.sleepers_owe(ch, cycle) {
+                        self.catch_up(ch, cycle);
+                    }
                     let next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
                     self.wake_at[i] = next;
                 }

@@ -358,6 +358,16 @@ pub(crate) struct Issued {
     pub(crate) first: u8,
 }
 
+/// A refresh command a sleeping controller owes (see [`Controller::owed`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Owed {
+    unit: usize,
+    cmd: Command,
+    bank: u16,
+    /// The cycle it goes at.
+    pub(crate) at: u64,
+}
+
 /// What one run produced besides commands.
 #[derive(Debug, Default)]
 pub(crate) struct RunOut {
@@ -634,29 +644,35 @@ impl Controller {
         wake.min(self.refresh.next_due()).max(cycle)
     }
 
-    /// Replays the refreshes that fell due while the controller was idle, up to `cycle` (see
-    /// [`crate::dram::refresh`]). Call before queueing into an idle controller.
-    pub(crate) fn catch_up(&mut self, dev: &mut Device, cycle: u64, out: &mut RunOut) {
+    /// The earliest refresh command this sleeping controller owes and can issue by `cycle`,
+    /// marking the units that fell due meanwhile as pending (see [`crate::dram::refresh`]).
+    /// The component replays the owed commands of a channel's sleeping controllers merged in
+    /// time order ([`Controller::replay`]): they share the channel's command buses, so
+    /// replaying one controller's backlog after another's would push it past the present.
+    pub(crate) fn owed(&mut self, dev: &Device, cycle: u64) -> Option<Owed> {
+        let mut best: Option<Owed> = None;
         for u in 0..self.refresh.units.len() {
-            // Bounded: each pass issues a command or leaves.
-            for _ in 0..1_000_000 {
-                let (pending, due) = (self.refresh.units[u].pending, self.refresh.units[u].due);
-                if !pending {
-                    if due > cycle {
-                        break;
-                    }
-                    self.refresh.mark_due(due);
+            let (pending, due) = (self.refresh.units[u].pending, self.refresh.units[u].due);
+            if !pending {
+                if due > cycle {
+                    continue;
                 }
-                let since = self.refresh.units[u].since;
-                let (cmd, b) = self.refresh_need(u);
-                let at = since.max(dev.earliest_on(self.ch, cmd, &self.paths[b as usize]));
-                if at > cycle {
-                    break;
-                }
-                self.issue_refresh(dev, u, cmd, b, at, out);
-                self.refresh.units[u].since = at;
+                self.refresh.mark_due(due);
+            }
+            let since = self.refresh.units[u].since;
+            let (cmd, bank) = self.refresh_need(u);
+            let at = since.max(dev.earliest_on(self.ch, cmd, &self.paths[bank as usize]));
+            if at <= cycle && best.is_none_or(|b| at < b.at) {
+                best = Some(Owed { unit: u, cmd, bank, at });
             }
         }
+        best
+    }
+
+    /// Issues an owed refresh command found by [`Controller::owed`].
+    pub(crate) fn replay(&mut self, dev: &mut Device, o: Owed, out: &mut RunOut) {
+        self.issue_refresh(dev, o.unit, o.cmd, o.bank, o.at, out);
+        self.refresh.units[o.unit].since = o.at;
     }
 
     fn refresh_need(&self, u: usize) -> (Command, u16) {

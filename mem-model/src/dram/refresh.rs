@@ -11,10 +11,12 @@
 //! blocked. Per-bank mode refreshes one bank of the unit every interval / banks (round robin)
 //! with REFpb, blocking only that bank.
 //!
-//! An idle controller schedules nothing, not even refreshes: when a request wakes it, the
-//! refreshes that fell due meanwhile are replayed at the cycles an idle controller would have
-//! issued them (all in the past, so they cost nothing but their effect on timing and counts).
-//! Refreshes of a pseudo-channel that never receives another request are therefore not counted.
+//! An idle controller schedules nothing, not even refreshes: the refreshes that fall due while
+//! it sleeps are replayed at the cycles it would have issued them, before any controller of
+//! its channel issues a command (a request waking it, or a sibling pseudo-channel's run). The
+//! sleepers of a channel are replayed together in time order, since they share its command
+//! buses: a backlog replayed after a sibling's later commands would be pushed into the present.
+//! Refreshes of a channel that never receives another request are therefore not counted.
 
 use crate::dram::command::{Command, Level};
 use crate::dram::spec::RefreshMode;
