@@ -120,16 +120,20 @@ pub fn run(gpu: &GpuSim, scale: Scale, seeds: &SeedTree) -> Result<Calibration, 
 
     // L2 hit latency, near and far: a chain over 24 rows one L1 way apart (so they share one
     // L1 set of fewer ways and keep evicting each other there), walked ten times: L2-resident
-    // after the first pass. Row `i`'s line `i * stride / 128` lies in slice `line % slices`;
-    // SM 0 sits in the first partition.
-    let slices = u64::from(gpu.sim.l2.banks);
+    // after the first pass. A row lies in the slice that owns its pseudo-channel (slices are
+    // memory-side); SM 0 sits in the first partition.
+    let slices = gpu.sim.l2.banks;
     let parts = u64::from(gpu.sim.l2.partitions);
     let stride = (gpu.sim.l1.size.bytes() / u64::from(gpu.sim.l1.associativity.max(1))).max(128);
+    let mapping = gpu.dram.mapping();
     let ring = |near: bool| -> Vec<u64> {
         let rows: Vec<u64> = (0..)
-            .filter(|i| (i * stride / 128 % slices * parts / slices == 0) == near)
-            .take(24)
             .map(|i| i * stride)
+            .filter(|&a| {
+                let slice = u64::from(mapping.owner(a, slices).unwrap_or(0));
+                (slice * parts / u64::from(slices) == 0) == near
+            })
+            .take(24)
             .collect();
         (0..240).map(|k| rows[k % 24]).collect()
     };

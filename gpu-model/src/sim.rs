@@ -4,7 +4,9 @@
 //! Wiring: each SM sends line requests to its own L1 (sectored, stores pass through); the L1s'
 //! misses cross a crossbar whose latency is `near_cycles` to the L2 slices of the SM's own
 //! partition and `far_cycles` to the others' (a two-node mesh); each slice has its own port to
-//! the DRAM, `dram_link_cycles` away each way. The kernel's time runs from the launch to the
+//! the DRAM, `dram_link_cycles` away each way. Slices are memory-side: a line goes to the slice
+//! that owns its pseudo-channel ([`Crossbar::set_memory_side`]), so a slice's misses go to its own
+//! pseudo-channels only and a full controller queue holds up only the slice that feeds it. The kernel's time runs from the launch to the
 //! last block's last store acknowledged.
 
 use crate::GpuEstimate;
@@ -251,15 +253,16 @@ pub fn run(
     let cfg = CrossbarConfig {
         topology,
         granule: None,
-        // Line `l` goes to slice `l % banks`, which owns the pseudo-channels that line maps to
-        // (lines are interleaved over pseudo-channels the same way): slices are memory-side.
+        // Unused: slices are memory-side (below).
         hash: mem_model::cache::BankHash::None,
         max_in_flight: s.l2.max_in_flight,
         bank_queue: s.l2.bank_queue,
     };
     let links = CrossbarLinks { upstream: wiring.ports(xbar), downstream: &xbar_down };
     let line = ByteSize::from_bytes(s.l2.bank.line.bytes());
-    let x = Crossbar::new("xbar", &cfg, clock, links, line, e.stats_mut()).map_err(|x| build("xbar", x))?;
+    let mut x =
+        Crossbar::new("xbar", &cfg, clock, links, line, e.stats_mut()).map_err(|x| build("xbar", x))?;
+    x.set_memory_side(gpu.dram.mapping().clone());
     e.install(xbar, GpuNode::Xbar(x)).map_err(|x| build("xbar", x))?;
     let d = Dram::new("hbm", &gpu.dram, wiring.ports(dram), e.stats_mut()).map_err(|x| build("hbm", x))?;
     e.install(dram, GpuNode::Dram(d)).map_err(|x| build("hbm", x))?;

@@ -6,7 +6,8 @@ mod harness;
 
 use harness::*;
 use mem_model::MemRequest;
-use mem_model::cache::{BankHash, CrossbarConfig, Topology};
+use mem_model::cache::{BankHash, Crossbar, CrossbarConfig, Topology};
+use mem_model::dram::{DramPreset, DramSpec};
 use sim_core::Tick;
 
 fn crossbar(cycles: u64) -> CrossbarConfig {
@@ -91,6 +92,46 @@ fn xor_hashing_spreads_a_stride_that_modulo_sends_to_one_bank() {
     assert_eq!(per_bank, [4, 4, 4, 4]);
     // The granule is the unit: every byte of one granule goes to one bank.
     assert!((0..64).all(|o| hashed.bank_of(4096 + o) == hashed.bank_of(4096)));
+}
+
+#[test]
+fn memory_side_banks_each_own_whole_pseudo_channels() {
+    // The H100's HBM3 with its pseudo-channels hashed, behind 40 banks (a GPU's L2 slices).
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/memory/hbm3-h100.toml");
+    let mut preset: DramPreset = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    preset.controller.channel_hash = true;
+    let spec = DramSpec::from_preset(preset).unwrap();
+    let m = spec.mapping();
+    let mut f = Fabric::new(&crossbar(1), vec![vec![]], 40, 1);
+    let owners = |x: &Crossbar<_>| {
+        let mut owner = std::collections::HashMap::new();
+        let mut shared = 0;
+        for line in 0..20_000u64 {
+            let a = line * 128;
+            let pc = m.controller_of(&m.decode(a).unwrap());
+            if *owner.entry(pc).or_insert(x.bank_of(a)) != x.bank_of(a) {
+                shared += 1;
+            }
+        }
+        (owner.len(), shared)
+    };
+    // Interleaved by line number, a hashed pseudo-channel is fed by many banks.
+    let (pcs, shared) = owners(f.e.xbar(f.xbar));
+    assert_eq!(pcs, 160);
+    assert!(shared > 10_000, "{shared}");
+    // Memory-side, each pseudo-channel has one bank, the mapping's owner, and the 160 spread
+    // evenly: 4 per bank.
+    let Some(Node::Xbar(x)) = f.e.component_mut(f.xbar) else { panic!("crossbar") };
+    x.set_memory_side(m.clone());
+    let x = f.e.xbar(f.xbar);
+    assert_eq!(owners(x), (160, 0));
+    assert!((0..20_000u64).all(|l| x.bank_of(l * 128) as u32 == m.owner(l * 128, 40).unwrap()));
+    let mut per_bank = [0; 40];
+    for pc in 0..160u32 {
+        let a = (0..).map(|l: u64| l * 128).find(|&a| m.controller_of(&m.decode(a).unwrap()) == pc).unwrap();
+        per_bank[x.bank_of(a)] += 1;
+    }
+    assert!(per_bank.iter().all(|&n| n == 4), "{per_bank:?}");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! Contract: a [`Crossbar`] takes [`MemRequest`]s on N upstream ports and sends each to one of
 //! B downstream ports, chosen by its first byte's address: `bank = (addr / granule) % B`, or the
-//! same of an XOR-folded index (see [`BankHash`]). A request crossing a granule boundary goes
+//! same of an XOR-folded index (see [`BankHash`]), or, for memory-side banks
+//! ([`Crossbar::set_memory_side`]), the bank that owns the byte's DRAM pseudo-channel. A request crossing a granule boundary goes
 //! whole to the bank of its first byte. Each request and each response spends the topology's
 //! latency between its two ports (a fixed number of cycles for a crossbar, `base + hops *
 //! per_hop` on a mesh, see [`Topology`]) on top of the links' own latency. Responses go back to
@@ -34,6 +35,7 @@ use super::cycles::CycleTracker;
 use super::flight::Flight;
 use super::ports::{LinkRoles, PortSet, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
 use super::topology::{Topology, TopologyError};
+use crate::dram::AddressMapping;
 use crate::{MemRequest, MemResponse};
 use serde::Deserialize;
 use sim_core::{
@@ -250,6 +252,9 @@ pub struct Crossbar<M> {
     granule_shift: u32,
     hash: BankHash,
     hash_shift: u32,
+    /// Memory-side banks: the DRAM's mapping; bank `b` owns the pseudo-channels whose
+    /// interleave index is `b` modulo B.
+    memory_side: Option<AddressMapping>,
     bank_queue: u32,
     /// Traversal cycles, `[up * banks + bank]`.
     latency: Vec<u64>,
@@ -339,6 +344,7 @@ impl<M> Crossbar<M> {
             granule_shift: granule.bytes().trailing_zeros(),
             hash: cfg.hash,
             hash_shift: u64::BITS - (n_down as u64 - 1).leading_zeros(),
+            memory_side: None,
             bank_queue: cfg.bank_queue,
             up: links
                 .upstream
@@ -385,9 +391,21 @@ impl<M> Crossbar<M> {
         })
     }
 
+    /// The crossbar with memory-side banks: a request goes to the bank that owns its first
+    /// byte's pseudo-channel under `mapping` ([`AddressMapping::owner`]), so each bank talks to
+    /// its own pseudo-channels only, as a GPU's L2 slices sit beside their memory
+    /// controllers. The granule and hash are then unused; an address beyond the mapping's
+    /// capacity falls back to them (the DRAM refuses it anyway).
+    pub fn set_memory_side(&mut self, mapping: AddressMapping) {
+        self.memory_side = Some(mapping);
+    }
+
     /// The downstream port serving `addr`.
     #[inline]
     pub fn bank_of(&self, addr: u64) -> usize {
+        if let Some(bank) = self.memory_side.as_ref().and_then(|m| m.owner(addr, self.down.len() as u32)) {
+            return bank as usize;
+        }
         let g = addr >> self.granule_shift;
         let h = match self.hash {
             BankHash::None => g,

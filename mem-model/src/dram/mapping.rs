@@ -321,6 +321,22 @@ impl AddressMapping {
         a.channel * self.geometry.pseudo_channels + a.pseudo_channel
     }
 
+    /// The position of `a`'s pseudo-channel in the interleave order: channels fastest, as
+    /// consecutive chunks visit them (unhashed), so `interleave_index % n` of consecutive
+    /// chunks cycles through `0..n`.
+    #[inline]
+    pub fn interleave_index(&self, a: &DramAddr) -> u32 {
+        a.pseudo_channel * self.geometry.channels + a.channel
+    }
+
+    /// Which of `banks` memory-side cache banks owns byte `addr`: the bank its pseudo-channel's
+    /// [`AddressMapping::interleave_index`] falls to, modulo `banks` (at least 1); `None` beyond
+    /// the capacity.
+    #[inline]
+    pub fn owner(&self, addr: u64, banks: u32) -> Option<u32> {
+        self.decode(addr).map(|a| self.interleave_index(&a) % banks.max(1))
+    }
+
     /// Where the burst holding byte `addr` lives; `None` beyond the capacity.
     #[inline]
     pub fn decode(&self, addr: u64) -> Option<DramAddr> {
