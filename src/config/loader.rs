@@ -425,7 +425,7 @@ fn load_text(
     let lines = LineIndex::new(text);
     let syntax = |error: toml::de::Error| ConfigError::Syntax {
         location: lines.location(file, error.span().map_or(0, |span| span.start)),
-        message: first_line(error.message()).to_owned(),
+        message: syntax_message(&error, text),
     };
     let parsed = DeTable::parse(text).map_err(syntax)?;
     let mut provenance = Provenance::at(Location::start_of(file));
@@ -637,6 +637,19 @@ impl<'t> LineIndex<'t> {
             None => offset.saturating_sub(start),
         };
         Location { file: file.to_path_buf(), line, column: column + 1 }
+    }
+}
+
+/// The first line of a TOML error's message, naming the key where toml's message does not
+/// ("duplicate key" points at the key, but does not say it).
+fn syntax_message(error: &toml::de::Error, text: &str) -> String {
+    let message = first_line(error.message());
+    let key = error.span().and_then(|span| text.get(span)).map(str::trim);
+    match key {
+        Some(key) if message == "duplicate key" && !key.is_empty() && !key.contains('\n') => {
+            format!("duplicate key `{key}`")
+        }
+        _ => message.to_owned(),
     }
 }
 
@@ -868,6 +881,17 @@ mod tests {
         assert!(error.to_string().starts_with("configs/x.toml:3:1: invalid TOML: "), "{error}");
         let error = Document::from_str("a = 1\nb = 2x\n", Path::new("x.toml")).expect_err("bad toml");
         assert!(error.to_string().starts_with("x.toml:2:"), "{error}");
+    }
+
+    #[test]
+    fn a_duplicate_key_is_named() {
+        let error =
+            Document::from_str("[experiment]\nname = \"x\"\nseed = 1\nseed = 2\n", Path::new("x.toml"))
+                .expect_err("duplicate");
+        assert_eq!(error.to_string(), "x.toml:4:1: invalid TOML: duplicate key `seed`");
+        let error =
+            Document::from_str("[a]\nb = 1\n[a]\nc = 2\n", Path::new("x.toml")).expect_err("duplicate");
+        assert_eq!(error.to_string(), "x.toml:3:2: invalid TOML: duplicate key `a`");
     }
 
     #[test]
