@@ -195,25 +195,36 @@ fn more_outstanding_requests_are_never_slower() {
     let Some((_, SystemPlan::Dae(dae))) = exp.systems.iter().find(|(n, _)| n == "dae") else { panic!("dae") };
     assert!(dae.access_unit.is_some(), "a decoupled chip");
     let compiled = compiler::compile(spec, inst.clone(), dae.target_info()).unwrap();
-    // "At equal latency": the same HBM without refresh. With refresh, a different schedule
-    // meets the refreshes at different times, a timing anomaly that can cost more than the
-    // extra parallelism gains (128 outstanding measured 2.3% slower than 64 on this workload).
+    // "At equal latency": the same HBM without refresh, strictly never slower. With refresh, a
+    // different schedule meets the refreshes at different times, a timing anomaly that can cost
+    // more than the extra parallelism gains (128 outstanding measured 2.3% slower than 64 on
+    // this workload): there, never more than 3% slower than the best with fewer.
     let preset = std::fs::read_to_string(common::configs().join("memory/hbm3-h100.toml")).unwrap();
     let mut preset: mem_model::dram::DramPreset = toml::from_str(&preset).unwrap();
     preset.controller.refresh = "none".into();
     let no_refresh = Arc::new(mem_model::dram::DramSpec::from_preset(preset).unwrap());
-    let mut last = u64::MAX;
     let mut times = Vec::new();
-    for limit in [1u32, 2, 4, 8, 16, 32, 64, 128] {
-        let mut sys = (**dae).clone();
-        sys.memory = MemoryPlan::Dram(no_refresh.clone());
-        sys.access_unit.as_mut().unwrap().unit.max_outstanding = limit;
-        let r = dae_sim::system::run(&sys, &compiled, &reference, exp.time_limit(&inst), &SeedTree::new(1))
-            .unwrap();
-        assert_eq!(r.verified, Ok(()));
-        times.push((limit, r.sim_time));
-        assert!(r.sim_time <= last, "{limit} outstanding is slower than fewer: {times:?}");
-        last = r.sim_time;
+    for (memory, slack) in [(Some(no_refresh), 1.0), (None, 1.03)] {
+        let mut best = u64::MAX;
+        times.clear();
+        for limit in [1u32, 2, 4, 8, 16, 32, 64, 128] {
+            let mut sys = (**dae).clone();
+            if let Some(m) = &memory {
+                sys.memory = MemoryPlan::Dram(m.clone());
+            }
+            sys.access_unit.as_mut().unwrap().unit.max_outstanding = limit;
+            let r =
+                dae_sim::system::run(&sys, &compiled, &reference, exp.time_limit(&inst), &SeedTree::new(1))
+                    .unwrap();
+            assert_eq!(r.verified, Ok(()));
+            times.push((limit, r.sim_time));
+            assert!(
+                r.sim_time as f64 <= best as f64 * slack,
+                "{limit} outstanding is slower than fewer (refresh {}): {times:?}",
+                memory.is_none()
+            );
+            best = best.min(r.sim_time);
+        }
     }
     // And the limit matters: one request at a time is much slower than 128.
     assert!(times[0].1 > 2 * times[times.len() - 1].1, "{times:?}");

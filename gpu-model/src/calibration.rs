@@ -126,21 +126,26 @@ pub fn run(gpu: &GpuSim, scale: Scale, seeds: &SeedTree) -> Result<Calibration, 
     let parts = u64::from(gpu.sim.l2.partitions);
     let stride = (gpu.sim.l1.size.bytes() / u64::from(gpu.sim.l1.associativity.max(1))).max(128);
     let mapping = gpu.dram.mapping();
-    let ring = |near: bool| -> Vec<u64> {
-        let rows: Vec<u64> = (0..)
+    // The search is bounded: with one partition no slice is far, and a mapping could leave a
+    // partition without rows at this stride.
+    let ring = |near: bool| -> Option<Vec<u64>> {
+        let rows: Vec<u64> = (0..1u64 << 20)
             .map(|i| i * stride)
             .filter(|&a| {
                 let slice = u64::from(mapping.owner(a, slices).unwrap_or(0));
-                (slice * parts / u64::from(slices) == 0) == near
+                (slice * parts / u64::from(slices.max(1)) == 0) == near
             })
             .take(24)
             .collect();
-        (0..240).map(|k| rows[k % 24]).collect()
+        (!rows.is_empty()).then(|| (0..240).map(|k| rows[k % rows.len()]).collect())
     };
     let mut l2_hit = [0.0; 2];
     for (k, near) in [(0, true), (1, false)] {
-        let r = go(gpu, kernel(vec![ring(near)], 8), seeds)?;
-        l2_hit[k] = r.latency.value_at_quantile(0.5) as f64;
+        l2_hit[k] = match ring(near) {
+            Some(rows) => go(gpu, kernel(vec![rows], 8), seeds)?.latency.value_at_quantile(0.5) as f64,
+            // No far slice (one partition): the far figure is the near one.
+            None => l2_hit[0],
+        };
     }
 
     // Streaming read: 512 B rows at consecutive addresses, a bag per warp slot (the scale sets

@@ -246,6 +246,7 @@ mod robustness {
             interleave in 0u64..5,
             ddr5 in any::<bool>(),
             xor in any::<bool>(),
+            hash in any::<bool>(),
             seed in any::<u64>(),
         ) {
             let mut p = preset(if ddr5 { "ddr5-4800" } else { "hbm3-6400" });
@@ -269,7 +270,7 @@ mod robustness {
             c.write_low_watermark = queues.2 % c.write_high_watermark;
             c.interleave = sim_core::ByteSize::from_bytes(32 << interleave);
             c.xor_bank = xor;
-            c.channel_hash = xor;
+            c.channel_hash = hash;
             let spec = match DramSpec::from_preset(p) {
                 Ok(s) => s,
                 // Only what the model cannot hold may be refused (an interleave wider than a

@@ -21,7 +21,9 @@
 //! Event-driven: the component keeps, per controller, the next cycle it must run (`u64::MAX`
 //! when idle) and one engine timer at the earliest of those and of the earliest data return.
 //! When the timer fires, every controller due at that cycle runs, in index order. A pseudo-
-//! channel with no work costs nothing; with work it sleeps until its next command can be legal.
+//! channel with no work schedules nothing (its refreshes are replayed when a request or a
+//! sibling pseudo-channel's run needs them, see [`crate::dram::refresh`]); with work it sleeps
+//! until its next command can be legal.
 //! One engine event serves every controller and every data return of a cycle, which keeps the
 //! engine's queue small when hundreds of pseudo-channels are busy; the commands of a cycle's
 //! runs are booked together afterwards, in the order they issued. A request's address is
@@ -611,9 +613,11 @@ where
             self.min_wake = u64::MAX;
             for i in 0..self.ctrls.len() {
                 if self.wake_at[i] <= cycle {
-                    let ch = i / self.pcs as usize;
-                    if self.pcs > 1 && self.sleepers_owe(ch, cycle) {
-                        self.catch_up(ch, cycle);
+                    if self.pcs > 1 {
+                        let ch = i / self.pcs as usize;
+                        if self.sleepers_owe(ch, cycle) {
+                            self.catch_up(ch, cycle);
+                        }
                     }
                     let next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
                     self.wake_at[i] = next;

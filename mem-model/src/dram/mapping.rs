@@ -200,6 +200,9 @@ pub struct AddressMapping {
     channel_hash: bool,
     /// Pseudo-channels over all stacks (the `Ch` field's size).
     pseudo_channels: u64,
+    /// Per field (indexed by `Field`), a mask keeping its digit in the hash's key: all ones for
+    /// the fields above `Ch` in the scheme, zero for `Ch` and the fields below it.
+    hashed: [u64; 5],
     capacity: u64,
 }
 
@@ -273,6 +276,14 @@ impl AddressMapping {
             xor_bank,
             channel_hash: false,
             pseudo_channels: u64::from(g.channels) * u64::from(g.pseudo_channels),
+            hashed: {
+                let ch = fields.iter().position(|&f| f == Field::Ch).unwrap_or(0);
+                let mut m = [0u64; 5];
+                for &f in &fields[ch + 1..] {
+                    m[f as usize] = u64::MAX;
+                }
+                m
+            },
             capacity,
         })
     }
@@ -288,15 +299,14 @@ impl AddressMapping {
         self.channel_hash
     }
 
-    /// The rotation of the pseudo-channel index for the other fields' digits `v` (`Ch`'s own
-    /// entry is ignored): a multiplicative hash, so neighbouring rows, columns and banks get
-    /// unrelated rotations.
+    /// The rotation of the pseudo-channel index for the digits `v` of the fields above `Ch` in
+    /// the scheme (the others are ignored, so the chunks below `Ch`, which a scheme keeps
+    /// together in one pseudo-channel, stay together): a multiplicative hash, so neighbouring
+    /// rows, columns and banks get unrelated rotations.
     #[inline]
     fn rotation(&self, v: &[u64; 5]) -> u64 {
-        let key = v[Field::Ra as usize]
-            ^ (v[Field::Ba as usize] << 8)
-            ^ (v[Field::Co as usize] << 20)
-            ^ (v[Field::Ro as usize] << 36);
+        let d = |f: Field| v[f as usize] & self.hashed[f as usize];
+        let key = d(Field::Ra) ^ (d(Field::Ba) << 8) ^ (d(Field::Co) << 20) ^ (d(Field::Ro) << 36);
         (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % self.pseudo_channels
     }
 
@@ -321,9 +331,9 @@ impl AddressMapping {
         a.channel * self.geometry.pseudo_channels + a.pseudo_channel
     }
 
-    /// The position of `a`'s pseudo-channel in the interleave order: channels fastest, as
-    /// consecutive chunks visit them (unhashed), so `interleave_index % n` of consecutive
-    /// chunks cycles through `0..n`.
+    /// The position of `a`'s pseudo-channel in the `Ch` field's order: channels fastest, so
+    /// where `Ch` is the lowest field (unhashed), `interleave_index % n` of consecutive chunks
+    /// cycles through `0..n`.
     #[inline]
     pub fn interleave_index(&self, a: &DramAddr) -> u32 {
         a.pseudo_channel * self.geometry.channels + a.channel
@@ -542,6 +552,14 @@ mod tests {
         };
         assert_eq!(pcs(false), 5);
         assert!(pcs(true) > 140, "{}", pcs(true));
+        // Fields below `Ch` stay out of the hash: RoRaBaChCo keeps a row's chunks (its
+        // columns) together in one pseudo-channel, hashed or not.
+        let m = AddressMapping::new(MappingScheme::RoRaBaChCo, g, 4, false).unwrap().with_channel_hash(true);
+        let row = u64::from(g.columns) * 32;
+        for r in 0..64u64 {
+            let pc = |a: u64| m.controller_of(&m.decode(a).unwrap());
+            assert!((0..row).step_by(128).all(|o| pc(r * row + o) == pc(r * row)), "row {r}");
+        }
     }
 
     #[test]
