@@ -765,12 +765,19 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
         bar.inc(1);
         let minutes = t0.elapsed().as_secs_f64() / 60.0;
         bar.set_message(format!("{:.1} points/min", bar.position() as f64 / minutes.max(1e-9)));
-        if !ok {
-            let line = format!("point {} ({}): a pair failed (see its results)", p.index, p.label());
-            // The bar draws only on a terminal; a log (a batch job's) still hears of it.
-            if bar.is_hidden() && !quiet { eprintln!("{line}") } else { bar.println(line) }
-        } else if bar.is_hidden() && !quiet {
-            eprintln!("point {} ({}) done: {} of {todo}", p.index, p.label(), bar.position());
+        let line = if ok {
+            format!("point {} ({}) done: {} of {todo}", p.index, p.label(), bar.position())
+        } else {
+            format!("point {} ({}): a pair failed (see its results)", p.index, p.label())
+        };
+        // The bar draws only on a terminal (failures above it); a log (a batch job's) hears of
+        // every point.
+        if bar.is_hidden() {
+            if !quiet {
+                eprintln!("{line}");
+            }
+        } else if !ok {
+            bar.println(line);
         }
     })?;
     bar.finish_and_clear();

@@ -667,9 +667,8 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
          end_to_end_time_ps,end_to_end_speedup_vs_baseline,verified,error\n",
     );
     let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    let quote = csv_field;
     for o in all {
-        let mut f = vec![quote(&o.system), quote(&o.workload), quote(o.model)];
+        let mut f = vec![csv_field(&o.system), csv_field(&o.workload), csv_field(o.model)];
         match &o.result {
             Ok(m) => {
                 f.extend([
@@ -696,14 +695,14 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
                         None => String::new(),
                     },
                     match &m.verified {
-                        Some(Err(e)) => quote(e),
+                        Some(Err(e)) => csv_field(e),
                         _ => String::new(),
                     },
                 ]);
             }
             Err(e) => {
                 f.extend(std::iter::repeat_n(String::new(), 17));
-                f.push(quote(e));
+                f.push(csv_field(e));
             }
         }
         t.push_str(&f.join(","));

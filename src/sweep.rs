@@ -15,6 +15,7 @@ use crate::experiment::{self, Experiment, Overrides};
 use crate::report;
 use crate::sweep_memory::MemoryCurveSpec;
 use serde_json::{Value, json};
+use sim_core::hash::{FNV_OFFSET, fnv1a};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use thiserror::Error;
@@ -300,12 +301,8 @@ impl Sweep {
 
     /// A digest (64-bit FNV-1a, hex) of every point's resolved config, in point order.
     fn config_digest(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for exp in &self.experiments {
-            for b in format!("{:?}", exp.file).bytes() {
-                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
+        let h =
+            self.experiments.iter().fold(FNV_OFFSET, |h, exp| fnv1a(h, format!("{:?}", exp.file).as_bytes()));
         format!("{h:016x}")
     }
 

@@ -89,15 +89,13 @@ fn dumped_outputs_equal_sum_pooling_of_the_dumped_inputs() {
                  batch = 60\n[workload.graph]\ngenerator = \"rmat\"\nscale = 8\nedge_factor = 4\n";
     let cfg = small_experiment(&dir, extra);
     let (out, npy) = (dir.join("out"), dir.join("npy"));
-    let o = dae_sim(&[
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--dump-outputs",
-        npy.to_str().unwrap(),
-        "--dump-inputs",
-    ]);
+    let (cfg_s, out_s, npy_s) = (cfg.to_str().unwrap(), out.to_str().unwrap(), npy.to_str().unwrap());
+    let dump = |extra: &[&str]| {
+        let mut args = vec!["--config", cfg_s, "--out", out_s, "--dump-outputs", npy_s];
+        args.extend_from_slice(extra);
+        dae_sim(&args)
+    };
+    let o = dump(&["--dump-inputs"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(out.join("results.json").is_file());
@@ -129,14 +127,7 @@ fn dumped_outputs_equal_sum_pooling_of_the_dumped_inputs() {
         1,
     );
     std::fs::write(&cfg, text).unwrap();
-    let o = dae_sim(&[
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--dump-outputs",
-        npy.to_str().unwrap(),
-    ]);
+    let o = dump(&[]);
     assert!(!o.status.success(), "every pair stopped");
     for spec in &exp.file.workload {
         for system in ["dae", "cpu"] {

@@ -52,10 +52,14 @@ pub enum GpuError {
     },
 }
 
+/// The error for parameter `field` at `value`, outside the range `why` gives.
+fn range(field: &'static str, value: String, why: &str) -> Result<(), GpuError> {
+    Err(GpuError::Range { field, value, why: why.into() })
+}
+
 impl GpuConfig {
     /// Checks every parameter's range.
     pub fn validate(&self) -> Result<(), GpuError> {
-        let range = |field, value: String, why: &str| Err(GpuError::Range { field, value, why: why.into() });
         // Upper bounds keep a typo from allocating the host's memory away (each SM is simulated
         // with its own L1 and warp state): far beyond any real part.
         if !(1..=MAX_SMS).contains(&self.sms) {
@@ -163,7 +167,6 @@ impl GpuSimConfig {
     /// Checks every count and the L2's shape; `l2_bytes` is the analytic model's L2, which the
     /// slices must add up to.
     pub fn validate(&self, gpu: &GpuConfig) -> Result<(), GpuError> {
-        let range = |field, value: String, why: &str| Err(GpuError::Range { field, value, why: why.into() });
         // Upper bounds far beyond any real part: state is allocated per scheduler, slice and
         // in-flight request, so a typo must not reach the allocator.
         for (field, v, max) in [

@@ -5,12 +5,12 @@
 //! misses cross a crossbar whose latency is `near_cycles` to the L2 slices of the SM's own
 //! partition and `far_cycles` to the others' (a two-node mesh); each slice has its own port to
 //! the DRAM, `dram_link_cycles` away each way. Slices are memory-side: a line goes to the slice
-//! that owns its pseudo-channel ([`Crossbar::set_memory_side`]), so a slice's misses go to its own
-//! pseudo-channels only and a full controller queue holds up only the slice that feeds it (where
-//! an L2 line fits in one DRAM interleave chunk, as in every preset: a line is routed by its
-//! first byte). Pseudo-channel `c` belongs to slice `c % slices`: where the count does not divide
-//! (the H200's 192 over 40), some slices own one more pseudo-channel than others. The kernel's time runs from the launch to the
-//! last block's last store acknowledged.
+//! that owns its pseudo-channel ([`Crossbar::set_memory_side`]), so a slice's misses go to its
+//! own pseudo-channels only and a full controller queue holds up only the slice that feeds it
+//! (where an L2 line fits in one DRAM interleave chunk, as in every preset: a line is routed by
+//! its first byte). Pseudo-channel `c` belongs to slice `c % slices`: where the count does not
+//! divide (the H200's 192 over 40), some slices own one more pseudo-channel than others. The
+//! kernel's time runs from the launch to the last block's last store acknowledged.
 
 use crate::GpuEstimate;
 use crate::config::{GpuConfig, GpuSimConfig};

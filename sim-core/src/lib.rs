@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod engine;
 mod event_queue;
+pub mod hash;
 pub mod host;
 pub mod link;
 pub mod message;

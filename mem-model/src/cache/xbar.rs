@@ -3,8 +3,8 @@
 //! Contract: a [`Crossbar`] takes [`MemRequest`]s on N upstream ports and sends each to one of
 //! B downstream ports, chosen by its first byte's address: `bank = (addr / granule) % B`, or the
 //! same of an XOR-folded index (see [`BankHash`]), or, for memory-side banks
-//! ([`Crossbar::set_memory_side`]), the bank that owns the byte's DRAM pseudo-channel. A request crossing a granule boundary goes
-//! whole to the bank of its first byte. Each request and each response spends the topology's
+//! ([`Crossbar::set_memory_side`]), the bank that owns the byte's DRAM pseudo-channel. A request
+//! crossing a granule boundary goes whole to the bank of its first byte. Each request and each response spends the topology's
 //! latency between its two ports (a fixed number of cycles for a crossbar, `base + hops *
 //! per_hop` on a mesh, see [`Topology`]) on top of the links' own latency. Responses go back to
 //! the port their request came from with its original id: ids are remapped to the crossbar's

@@ -560,8 +560,7 @@ where
     /// would all be pushed past the last command of a busy sibling, blocking their banks for
     /// microseconds).
     fn catch_up(&mut self, ch: usize, cycle: u64) {
-        let first = ch * self.pcs as usize;
-        let sleepers = first..first + self.pcs as usize;
+        let sleepers = self.channel_ctrls(ch);
         loop {
             let mut best: Option<(usize, Owed)> = None;
             for j in sleepers.clone() {
@@ -588,9 +587,15 @@ where
     /// Whether a sleeping controller of channel `ch` owes a refresh by `cycle`.
     #[inline]
     fn sleepers_owe(&self, ch: usize, cycle: u64) -> bool {
-        let first = ch * self.pcs as usize;
-        (first..first + self.pcs as usize)
+        self.channel_ctrls(ch)
             .any(|j| self.wake_at[j] == u64::MAX && self.ctrls[j].refresh.next_due() <= cycle)
+    }
+
+    /// The indices of channel `ch`'s controllers (channel-major).
+    #[inline]
+    fn channel_ctrls(&self, ch: usize) -> std::ops::Range<usize> {
+        let first = ch * self.pcs as usize;
+        first..first + self.pcs as usize
     }
 
     /// Does everything due at the current tick: data returns and controller runs.

@@ -20,12 +20,12 @@
 //! and pay tCCD_S, not tCCD_L). With `xor_bank`, the bank index is XORed with the low row bits
 //! (permutation-based interleaving, which spreads row-conflicting strides over banks). With
 //! `channel_hash`, the pseudo-channel index is rotated (modulo the pseudo-channel count, which
-//! need not be a power of two) by a hash of every other field, as GPUs hash the memory
+//! need not be a power of two) by a hash of the fields above `Ch`, as GPUs hash the memory
 //! partition index against *partition camping*: thousands of warps that stream from
 //! addresses a power-of-two stride apart would otherwise all start on the few pseudo-channels
 //! that stride maps to, and advance over them together. GPGPU-Sim/Accel-Sim model the same with
 //! their IPOLY partition indexing (Rau, "Pseudo-randomly interleaved memory", ISCA 1991). The
-//! rotation depends only on the other fields, so the mapping stays a bijection.
+//! rotation does not depend on `Ch` itself, so the mapping stays a bijection.
 
 use crate::dram::error::DramError;
 
@@ -196,7 +196,7 @@ pub struct AddressMapping {
     digits: [(Field, Radix); 5],
     pow2: Option<Pow2>,
     xor_bank: bool,
-    /// Rotate the pseudo-channel index by a hash of the other fields.
+    /// Rotate the pseudo-channel index by a hash of the fields above it.
     channel_hash: bool,
     /// Pseudo-channels over all stacks (the `Ch` field's size).
     pseudo_channels: u64,
@@ -292,11 +292,6 @@ impl AddressMapping {
     pub fn with_channel_hash(mut self, on: bool) -> Self {
         self.channel_hash = on;
         self
-    }
-
-    /// Whether pseudo-channel hashing is on.
-    pub fn channel_hash(&self) -> bool {
-        self.channel_hash
     }
 
     /// The rotation of the pseudo-channel index for the digits `v` of the fields above `Ch` in

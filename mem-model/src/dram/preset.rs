@@ -146,7 +146,7 @@ pub struct ControllerPreset {
     pub interleave: ByteSize,
     /// XOR the bank and bank-group index with the low row bits.
     pub xor_bank: bool,
-    /// Rotate the pseudo-channel index by a hash of the address's other fields, as GPUs hash
+    /// Rotate the pseudo-channel index by a hash of the address's higher fields, as GPUs hash
     /// their memory partitions (default false; see [`crate::dram::mapping`]).
     #[serde(default)]
     pub channel_hash: bool,

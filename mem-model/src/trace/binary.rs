@@ -33,6 +33,7 @@
 
 use super::error::{Origin, TraceError};
 use super::{Position, TimeBase, TraceRecord, TraceSource};
+use sim_core::hash::{FNV_OFFSET, fnv1a};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -52,19 +53,6 @@ pub const CHECKSUM_LEN: u64 = 8;
 const TIME_MASK: u16 = 0b11;
 /// Hint bit: non-temporal.
 const HINT_NON_TEMPORAL: u8 = 1;
-
-/// FNV-1a 64-bit offset basis.
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-/// FNV-1a 64-bit prime.
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-/// FNV-1a 64 continued over `bytes` from state `h`.
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
-    }
-    h
-}
 
 fn time_flags(base: TimeBase) -> u16 {
     match base {
@@ -358,13 +346,6 @@ fn escape(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use std::io::Cursor;
-
-    #[test]
-    fn fnv_reference_vectors() {
-        assert_eq!(fnv1a(FNV_OFFSET, b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a(FNV_OFFSET, b"foobar"), 0x8594_4171_f739_67e8);
-    }
 
     #[test]
     fn empty_trace_is_header_and_checksum() {
