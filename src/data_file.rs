@@ -100,12 +100,16 @@ mod tests {
     use flate2::write::GzEncoder;
     use std::io::Write;
     use std::path::PathBuf;
+    use tempfile::TempDir;
 
-    /// A fresh file `name` holding `bytes` in a directory of this test's own.
-    fn file(test: &str, name: &str, bytes: &[u8]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("dae-sim-data-file-{}-{test}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+    /// A fresh directory of a test's own, removed when dropped (also when the test fails).
+    fn scratch() -> TempDir {
+        tempfile::Builder::new().prefix("dae-sim-data-file-").tempdir().unwrap()
+    }
+
+    /// A file `name` holding `bytes` in `dir`.
+    fn file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
         p
     }
@@ -120,19 +124,21 @@ mod tests {
 
     #[test]
     fn a_gz_file_reads_as_the_text_it_compresses() {
-        let plain = file("round-trip", "g.txt", EDGES.as_bytes());
-        let gz = file("round-trip", "g.txt.gz", &gzip(EDGES.as_bytes()));
+        let dir = scratch();
+        let plain = file(&dir, "g.txt", EDGES.as_bytes());
+        let gz = file(&dir, "g.txt.gz", &gzip(EDGES.as_bytes()));
         assert_eq!(read_text(&plain).unwrap(), EDGES);
         assert_eq!(read_text(&gz).unwrap(), EDGES);
         // Two members one after another read as one text; an upper-case suffix is gzip too.
         let two = [gzip(b"0 1\n"), gzip(b"1 2\n")].concat();
-        assert_eq!(read_text(&file("round-trip", "two.TXT.GZ", &two)).unwrap(), "0 1\n1 2\n");
+        assert_eq!(read_text(&file(&dir, "two.TXT.GZ", &two)).unwrap(), "0 1\n1 2\n");
         // An empty text compresses to a valid, empty file.
-        assert_eq!(read_text(&file("round-trip", "empty.gz", &gzip(b""))).unwrap(), "");
+        assert_eq!(read_text(&file(&dir, "empty.gz", &gzip(b""))).unwrap(), "");
     }
 
     #[test]
     fn a_corrupt_or_truncated_gz_file_is_an_error_naming_it() {
+        let dir = scratch();
         let good = gzip(EDGES.as_bytes());
         let mut flipped = good.clone();
         let mid = flipped.len() / 2;
@@ -143,7 +149,7 @@ mod tests {
             ("flipped.gz", flipped),
             ("empty-file.gz", Vec::new()),
         ] {
-            let p = file("corrupt", name, &bytes);
+            let p = file(&dir, name, &bytes);
             let e = read_text(&p).unwrap_err();
             let msg = e.to_string();
             assert!(matches!(e, DataFileError::Gzip { .. }), "{name}: {msg}");
@@ -152,15 +158,16 @@ mod tests {
         let missing = std::env::temp_dir().join("dae-sim-no-such-file.txt.gz");
         let msg = read_text(&missing).unwrap_err().to_string();
         assert!(msg.starts_with(&format!("{}: cannot read: ", missing.display())), "{msg}");
-        let latin1 = file("corrupt", "latin1.gz", &gzip(b"0 1\n# caf\xe9\n"));
+        let latin1 = file(&dir, "latin1.gz", &gzip(b"0 1\n# caf\xe9\n"));
         let msg = read_text(&latin1).unwrap_err().to_string();
         assert_eq!(msg, format!("{}: decompressed text is not UTF-8 (at byte 9)", latin1.display()));
     }
 
     #[test]
     fn a_gz_file_that_decompresses_beyond_the_limit_is_refused() {
+        let dir = scratch();
         let text = "0 1\n".repeat(1000);
-        let p = file("limit", "big.gz", &gzip(text.as_bytes()));
+        let p = file(&dir, "big.gz", &gzip(text.as_bytes()));
         assert_eq!(read_text_limited(&p, 4000).unwrap(), text, "exactly the limit is fine");
         let e = read_text_limited(&p, 3999).unwrap_err();
         assert!(matches!(e, DataFileError::TooLarge { limit: 3999, .. }), "{e}");
@@ -168,7 +175,7 @@ mod tests {
             format!("{}: decompresses to more than 3999 bytes, the limit for a .gz data file", p.display());
         assert_eq!(e.to_string(), want);
         // A plain file is read as it is, with no limit.
-        let plain = file("limit", "big.txt", text.as_bytes());
+        let plain = file(&dir, "big.txt", text.as_bytes());
         assert_eq!(read_text_limited(&plain, 10).unwrap(), text);
     }
 

@@ -297,8 +297,8 @@ mod tests {
     #[test]
     fn a_wrong_shape_is_refused_and_io_errors_name_the_path() {
         assert!(encode(&[2, 3], &[0.0f32; 5]).is_none());
-        let dir = std::env::temp_dir().join(format!("dae-sim-npy-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new().prefix("dae-sim-npy-").tempdir().unwrap();
+        let dir = tmp.path();
         let path = dir.join("a.npy");
         let e = write(&path, &[2, 3], &[0.0f32; 5]).unwrap_err();
         assert!(e.to_string().contains("a.npy") && e.to_string().contains("holds 6"), "{e}");
@@ -321,6 +321,6 @@ mod tests {
         w.extend(&[1, 2]).unwrap();
         let e = w.finish().unwrap_err();
         assert!(e.to_string().contains("holds 6 elements, but 2 were given"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 }

@@ -95,9 +95,8 @@ mod tests {
 
     #[test]
     fn arrays_written_by_our_writer_read_back() {
-        let dir = std::env::temp_dir().join(format!("npy-read-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("a.npy");
+        let dir = tempfile::Builder::new().prefix("npy-read-").tempdir().unwrap();
+        let p = dir.path().join("a.npy");
         crate::npy::write(&p, &[4], &[3i64, -1, 0, 1 << 40]).unwrap();
         assert_eq!(read_ints(&p).unwrap(), vec![3, -1, 0, 1 << 40]);
         crate::npy::write(&p, &[3], &[7u32, 0, u32::MAX]).unwrap();

@@ -10,7 +10,7 @@
 mod common;
 
 use common::{
-    broken_preset, configs, dae_sim_in, daeidx_workload, small_experiment, temp_dir, trace_workload,
+    TestDir, broken_preset, configs, dae_sim_in, daeidx_workload, small_experiment, temp_dir, trace_workload,
     write_workload,
 };
 use dae_sim::experiment::{Experiment, Overrides};
@@ -44,13 +44,14 @@ fn compile_fails(workload: &Path) -> String {
 }
 
 /// The small experiment (see [`small_experiment`]) in a fresh directory `tag`, with its first
-/// `from` replaced by `to`.
-fn edited_experiment(tag: &str, from: &str, to: &str) -> PathBuf {
-    let cfg = small_experiment(&temp_dir(tag), "");
+/// `from` replaced by `to`: the directory (keep it while the file is used) and the file.
+fn edited_experiment(tag: &str, from: &str, to: &str) -> (TestDir, PathBuf) {
+    let dir = temp_dir(tag);
+    let cfg = small_experiment(&dir, "");
     let text = std::fs::read_to_string(&cfg).unwrap();
     assert!(text.contains(from), "{from:?} is not in the small experiment");
     std::fs::write(&cfg, text.replacen(from, to, 1)).unwrap();
-    cfg
+    (dir, cfg)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -67,21 +68,22 @@ fn malformed_toml_names_file_line_and_column() {
 
 #[test]
 fn unknown_key_is_named_with_a_suggestion() {
-    let cfg = edited_experiment("unknown-key", "cores = 4\naccess_unit", "cors = 4\naccess_unit");
+    let (_dir, cfg) = edited_experiment("unknown-key", "cores = 4\naccess_unit", "cors = 4\naccess_unit");
     let at = format!("{}:13:1: system[1].cors: unknown field `cors`", cfg.display());
     says(&config_fails(&cfg), &[&at, "(did you mean `cores`?)", "(value: 4)"]);
 }
 
 #[test]
 fn a_value_of_the_wrong_type_names_the_key_and_the_value() {
-    let cfg = edited_experiment("wrong-type", "cores = 4\naccess_unit", "cores = \"four\"\naccess_unit");
+    let (_dir, cfg) =
+        edited_experiment("wrong-type", "cores = 4\naccess_unit", "cores = \"four\"\naccess_unit");
     let err = config_fails(&cfg);
     says(&err, &[&format!("{}:13:", cfg.display()), "system[1].cores: invalid type: string \"four\""]);
 }
 
 #[test]
 fn a_missing_unit_is_named_with_the_value() {
-    let cfg = edited_experiment(
+    let (_dir, cfg) = edited_experiment(
         "missing-unit",
         "cores = 4\naccess_unit = \"none\"",
         "cores = 4\naccess_unit = \"none\"\ncore.clock = 3",
@@ -91,14 +93,15 @@ fn a_missing_unit_is_named_with_the_value() {
 
 #[test]
 fn an_impossible_value_is_named_with_the_value() {
-    let cfg = edited_experiment("impossible-value", "cores = 4\naccess_unit", "cores = 0\naccess_unit");
+    let (_dir, cfg) =
+        edited_experiment("impossible-value", "cores = 4\naccess_unit", "cores = 0\naccess_unit");
     let err = config_fails(&cfg);
     assert!(err.contains("system[1].cores: must be in 1..=4096 (value: 0)"), "{err}");
 }
 
 #[test]
 fn a_wrong_unit_is_named_with_the_units_known() {
-    let cfg = edited_experiment(
+    let (_dir, cfg) = edited_experiment(
         "wrong-unit",
         "cores = 4\naccess_unit",
         "cores = 2\nmemory.latency = \"120 nsec\"\naccess_unit",
@@ -111,7 +114,7 @@ fn a_wrong_unit_is_named_with_the_units_known() {
 fn a_missing_config_and_a_bad_baseline_are_errors() {
     let err = config_fails(Path::new("/nonexistent/experiment.toml"));
     assert!(err.contains("/nonexistent/experiment.toml: cannot read"), "{err}");
-    let cfg = edited_experiment("baseline", "baseline = \"h100\"", "baseline = \"a100\"");
+    let (_dir, cfg) = edited_experiment("baseline", "baseline = \"h100\"", "baseline = \"a100\"");
     let err = config_fails(&cfg);
     assert!(err.contains("report.baseline: no system is named \"a100\""), "{err}");
 }
@@ -120,7 +123,7 @@ fn a_missing_config_and_a_bad_baseline_are_errors() {
 /// (in tag's directory) is refused at load with an error naming `key` and saying `why`.
 fn each_edit_is_refused(tag: &str, anchor: &str, cases: &[(&str, &str, &str)]) {
     for (edit, key, why) in cases {
-        let cfg = edited_experiment(tag, anchor, &format!("{anchor}\n{edit}"));
+        let (_dir, cfg) = edited_experiment(tag, anchor, &format!("{anchor}\n{edit}"));
         let err = config_fails(&cfg);
         assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
     }
@@ -145,7 +148,7 @@ fn out_of_range_core_and_access_unit_sizes_are_named() {
             ),
         ],
     );
-    let cfg = edited_experiment(
+    let (_dir, cfg) = edited_experiment(
         "au-range",
         "cores = 4\n",
         "cores = 4\naccess_unit = { storage = \"16KiB\", max_outstanding = 8, requests_per_cycle = 1, \
@@ -233,7 +236,7 @@ fn gpu_values_that_would_panic_or_exhaust_the_host_are_named_at_load() {
 fn caches_too_large_for_host_memory_are_refused_before_anything_is_built() {
     // Four 4 GiB LLC banks pass every per-cache check, but their tags and replacement state
     // would take about 8 GiB of host memory, allocated when the chip is built: an abort.
-    let cfg = edited_experiment(
+    let (_dir, cfg) = edited_experiment(
         "huge-llc",
         "cores = 4\naccess_unit = \"none\"",
         "cores = 4\naccess_unit = \"none\"\ncaches.llc.size = \"4GiB\"",
@@ -244,7 +247,8 @@ fn caches_too_large_for_host_memory_are_refused_before_anything_is_built() {
 
 #[test]
 fn too_little_stream_storage_for_the_lanes_names_both_keys() {
-    let cfg = edited_experiment("au-storage", "cores = 4\n", "cores = 4\naccess_unit.storage = \"100B\"\n");
+    let (_dir, cfg) =
+        edited_experiment("au-storage", "cores = 4\n", "cores = 4\naccess_unit.storage = \"100B\"\n");
     let err = config_fails(&cfg);
     says(
         &err,
@@ -257,7 +261,8 @@ fn too_little_stream_storage_for_the_lanes_names_both_keys() {
 
 #[test]
 fn a_zero_sized_output_queue_names_the_key_and_the_value() {
-    let cfg = edited_experiment("zero-outq", "cores = 4\n", "cores = 4\naccess_unit.outq_entries = 0\n");
+    let (_dir, cfg) =
+        edited_experiment("zero-outq", "cores = 4\n", "cores = 4\naccess_unit.outq_entries = 0\n");
     let err = config_fails(&cfg);
     says(
         &err,
@@ -272,7 +277,7 @@ fn a_zero_sized_output_queue_names_the_key_and_the_value() {
 /// cannot be read, named where it is included.
 #[test]
 fn an_unknown_system_preset_names_the_include_and_the_file() {
-    let cfg = edited_experiment("missing-include", "systems/h100-sxm.toml", "systems/h900-sxm.toml");
+    let (_dir, cfg) = edited_experiment("missing-include", "systems/h100-sxm.toml", "systems/h900-sxm.toml");
     let err = config_fails(&cfg);
     says(&err, &[&format!("{}:18:1: include = \"", cfg.display()), "cannot read ", "h900-sxm.toml"]);
 }
@@ -406,33 +411,36 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             "unknown variant `tablewise`, expected `cost` or `tables`",
         ),
     ] {
-        let cfg = edited_experiment("bad-compiler", "cores = 4\n", &format!("cores = 4\n{edit}\n"));
+        let (_dir, cfg) = edited_experiment("bad-compiler", "cores = 4\n", &format!("cores = 4\n{edit}\n"));
         let err = config_fails(&cfg);
         assert!(err.contains(key) && err.contains(why), "{edit}: {err}");
     }
 }
 
-/// A small embedding-bag workload `w.toml` in a fresh directory `tag`, with `extra` appended.
-fn workload(tag: &str, op: &str, extra: &str) -> PathBuf {
-    let path = temp_dir(tag).join("w.toml");
+/// A small embedding-bag workload `w.toml` in a fresh directory `tag`, with `extra` appended:
+/// the directory (keep it while the file is used) and the file.
+fn workload(tag: &str, op: &str, extra: &str) -> (TestDir, PathBuf) {
+    let dir = temp_dir(tag);
+    let path = dir.join("w.toml");
     let text = format!(
         "name = \"w\"\nop = \"{op}\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\nbatch = 2\n\
          bag_size = 4\n{extra}"
     );
     std::fs::write(&path, text).unwrap();
-    path
+    (dir, path)
 }
 
 #[test]
 fn an_unknown_op_names_the_file_line_and_the_known_ones() {
-    let wl = workload("unknown-op", "spmv", "[indices]\ndistribution = \"uniform\"\n");
+    let (_dir, wl) = workload("unknown-op", "spmv", "[indices]\ndistribution = \"uniform\"\n");
     let line = format!("{}:2:1: op: unknown variant `spmv`", wl.display());
     says(&compile_fails(&wl), &[&line, "expected one of `embedding_bag`"]);
 }
 
 #[test]
 fn a_zipf_alpha_that_is_not_positive_names_the_key_and_the_value() {
-    let wl = workload("bad-alpha", "embedding_bag", "[indices]\ndistribution = \"zipf\"\nalpha = -1.0\n");
+    let (_dir, wl) =
+        workload("bad-alpha", "embedding_bag", "[indices]\ndistribution = \"zipf\"\nalpha = -1.0\n");
     let err = compile_fails(&wl);
     let line = format!("{}:11:1: indices.alpha: -1 must be a positive number (value: -1.0)", wl.display());
     assert!(err.contains(&line), "{err}");

@@ -1,15 +1,34 @@
 //! Helpers shared by the end-to-end tests: temporary directories, small experiment, workload and
 //! trace files, and running the binary.
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A fresh, empty directory under the system's temporary directory.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dae-sim-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temporary directory");
-    d
+/// A test's own directory under the system's temporary directory, removed with its contents
+/// when dropped (also when the test fails and unwinds), so that test runs leave nothing behind.
+/// It reads as a [`Path`]; keep it alive until the test's last use, binaries it runs included.
+#[derive(Debug)]
+pub struct TestDir(tempfile::TempDir);
+
+impl Deref for TestDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        self
+    }
+}
+
+/// A fresh, empty directory `dae-sim-test-TAG-XXXXXX` (see [`TestDir`]).
+pub fn temp_dir(tag: &str) -> TestDir {
+    let dir = tempfile::Builder::new().prefix(&format!("dae-sim-test-{tag}-")).tempdir();
+    TestDir(dir.expect("temporary directory"))
 }
 
 /// The repository's `configs/` folder.

@@ -167,12 +167,14 @@ struct Chips {
 fn chips() -> &'static Chips {
     static CHIPS: OnceLock<Chips> = OnceLock::new();
     CHIPS.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("dae-sim-compiler-props-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        let path = dir.join("experiment.toml");
+        let dir = tempfile::Builder::new()
+            .prefix("dae-sim-compiler-props-")
+            .tempdir()
+            .expect("temporary directory");
+        let path = dir.path().join("experiment.toml");
         std::fs::write(&path, EXPERIMENT).expect("write experiment");
         let exp = Experiment::load(&path, &Overrides::default()).expect("the experiment loads");
-        let _ = std::fs::remove_dir_all(&dir);
+        drop(dir);
         let Some((_, SystemPlan::Dae(dae))) = exp.systems.first() else { panic!("a DAE system") };
         assert!(dae.access_unit.is_some());
         let mut cpu = (**dae).clone();

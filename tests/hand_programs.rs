@@ -4,6 +4,10 @@
 //! with its family's pair, and a missing file or a bad template is a config error naming the
 //! file and the key.
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
+mod common;
+
+use common::{configs, temp_dir};
 use compiler::EmbeddingBagInstance;
 use dae_sim::config::ConfigError;
 use dae_sim::experiment::{Experiment, Overrides, SystemPlan, run_pair};
@@ -13,19 +17,6 @@ use std::path::{Path, PathBuf};
 /// The repository's `programs/` folder.
 fn programs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("programs")
-}
-
-/// The repository's `configs/` folder.
-fn configs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("configs")
-}
-
-/// A fresh, empty directory under the system's temporary directory.
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dae-sim-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temporary directory");
-    d
 }
 
 /// An experiment with one system per `(name, programs = stem)` on the DAE preset at 4 cores,

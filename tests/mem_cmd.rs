@@ -4,9 +4,9 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::broken_preset;
+use common::{broken_preset, temp_dir};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The repository root.
@@ -17,14 +17,6 @@ fn root() -> &'static Path {
 /// The memory every test runs on.
 fn memory() -> String {
     root().join("configs/memory/hbm3-6400.toml").display().to_string()
-}
-
-/// A fresh, empty directory for one test.
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dae-sim-mem-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temporary directory");
-    d
 }
 
 fn dae_sim(args: &[&str]) -> Output {

@@ -53,7 +53,8 @@ fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
         let cfg = small_experiment(&dir, &workload("t", "t.daeidx", ""));
         (Experiment::load(&cfg, &Overrides::default()).unwrap(), dir)
     };
-    let ((both_exp, both_dir), (first_exp, _), (second_exp, _)) =
+    // Each directory is kept to the end: the runs below stream the traces from them.
+    let ((both_exp, both_dir), (first_exp, _first_dir), (second_exp, _second_dir)) =
         (load("both", &[0, 1]), load("first", &[0]), load("second", &[1]));
     let exps = [both_exp, first_exp, second_exp];
     assert_eq!(exps[0].file.workload[1].batches, 2, "every batch of the trace by default");

@@ -2,23 +2,13 @@
 //! sorted bags, inter-batch reuse), and info's figures equal ones computed by hand; `trace fit`'s
 //! fitted trace is the one `trace gen` writes. (Bad options and files: `bad_input.rs`.)
 
+#[allow(dead_code)] // this suite needs only some of the shared helpers
+mod common;
+
+use common::{dae_sim, temp_dir};
 use compiler::trace::{Header, IndexDtype, TraceReader, TraceWriter};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::process::{Command, Output};
-
-/// A fresh, empty directory under the system's temporary directory.
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("dae-sim-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temporary directory");
-    d
-}
-
-/// Runs the `dae-sim` binary with `args`.
-fn dae_sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dae-sim")).args(args).output().expect("run dae-sim")
-}
 
 /// Runs `dae-sim trace ARGS`, which must succeed.
 fn trace(args: &[&str]) -> String {

@@ -403,18 +403,18 @@ mod tests {
 
     #[test]
     fn reads_file_backed_words_on_demand() {
-        let path = std::env::temp_dir().join(format!("dae-sim-image-{}.bin", std::process::id()));
+        let file = tempfile::Builder::new().prefix("dae-sim-image-").suffix(".bin").tempfile().unwrap();
+        let path = file.path();
         let words: Vec<u8> = [7u32, 8, 9].iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(&path, &words).unwrap();
+        std::fs::write(path, &words).unwrap();
         let mut m = MemoryImage::new();
-        let f = Arc::new(FileBacking::open(&path, 4).unwrap());
+        let f = Arc::new(FileBacking::open(path, 4).unwrap());
         m.add(Region { name: "f".into(), base: 0x100, size: 8, backing: Backing::File(f.clone()) }).unwrap();
         assert_eq!((m.read_u32(0x100).unwrap(), m.read_u32(0x104).unwrap()), (8, 9));
         let e =
             m.add(Region { name: "g".into(), base: 0x200, size: 12, backing: Backing::File(f) }).unwrap_err();
         assert!(e.to_string().contains("holds 8 B from offset 4, region g needs 12"), "{e}");
         assert!(FileBacking::open(Path::new("/nonexistent/x"), 0).is_err());
-        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -350,8 +350,8 @@ fn binary_trailing_data() {
 
 #[test]
 fn binary_files_on_disk() {
-    let dir = std::env::temp_dir().join(format!("mem-model-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new().prefix("mem-model-trace-").tempdir().unwrap();
+    let dir = tmp.path();
     let path = dir.join("t.bin");
     let mut w = BinaryWriter::create(&path, TimeBase::MemoryCycles).unwrap();
     for r in sample() {
@@ -363,5 +363,5 @@ fn binary_files_on_disk() {
     let missing = dir.join("missing.bin");
     let e = BinaryReader::open(&missing).err().unwrap().to_string();
     assert!(e.starts_with(&format!("{}: cannot read: ", missing.display())), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }

@@ -703,30 +703,22 @@ mod tests {
     use serde::Deserialize;
 
     /// A scratch directory under the system temp dir, removed on drop.
-    struct Scratch(PathBuf);
+    struct Scratch(tempfile::TempDir);
 
     impl Scratch {
         fn new(name: &str) -> Self {
-            let dir = std::env::temp_dir().join(format!("dae-sim-loader-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).expect("create scratch dir");
-            Scratch(dir)
+            let dir = tempfile::Builder::new().prefix(&format!("dae-sim-loader-{name}-")).tempdir();
+            Scratch(dir.expect("create scratch dir"))
         }
 
         /// Writes `text` to `relative` (creating folders) and returns the full path.
         fn write(&self, relative: &str, text: &str) -> PathBuf {
-            let path = self.0.join(relative);
+            let path = self.0.path().join(relative);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).expect("create folder");
             }
             std::fs::write(&path, text).expect("write file");
             path
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -845,7 +837,7 @@ mod tests {
         let dir = Scratch::new("cycle");
         dir.write("a.toml", "x = 1\ninclude = \"b.toml\"\n");
         dir.write("b.toml", "include = \"a.toml\"\n");
-        let error = Document::load(&dir.0.join("a.toml")).expect_err("cycle");
+        let error = Document::load(&dir.0.path().join("a.toml")).expect_err("cycle");
         let text = error.to_string();
         assert!(text.contains("a.toml:2:1: include = \"b.toml\": "), "{text}");
         assert!(text.contains("b.toml:1:1: include = \"a.toml\": include cycle: "), "{text}");
@@ -899,7 +891,7 @@ mod tests {
         let dir = Scratch::new("syntax");
         dir.write("bad.toml", "ok = 1\noops = \n");
         let error =
-            Document::from_str("include = \"bad.toml\"\n", &dir.0.join("main.toml")).expect_err("bad");
+            Document::from_str("include = \"bad.toml\"\n", &dir.0.path().join("main.toml")).expect_err("bad");
         let text = error.to_string();
         assert!(text.contains("main.toml:1:1: include = \"bad.toml\": "), "{text}");
         assert!(text.contains("bad.toml:2:"), "{text}");

@@ -120,8 +120,9 @@ mod tests {
                 },
             ],
         };
-        let dir = crate::plot::tests::temp_dir("bars");
-        let files = speedup_bars(&c, &dir).unwrap();
+        let tmp = crate::plot::tests::temp_dir("bars");
+        let dir = tmp.path();
+        let files = speedup_bars(&c, dir).unwrap();
         let texts = ["dlrm-rm1", "gnn", "geomean", "dae", "cpu", "Speedup over h100", "Performance per watt"];
         let svg = crate::plot::tests::check_plot(&files, &texts);
         // Two workloads and the geomean: 160 + 3 x 90 px is below the 640 px minimum.
@@ -130,6 +131,5 @@ mod tests {
         // figure draws no bar); each panel's legend adds one swatch per system.
         assert_eq!(svg.matches("fill=\"#1F77B4\"").count(), 2 * 3 + 2);
         assert_eq!(svg.matches("fill=\"#FF7F0E\"").count(), 2 * 2 + 2);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -208,8 +208,9 @@ mod tests {
             { "system": "h100", "workload": "rm1" },
             { "system": "dae", "workload": "gnn", "error": "failed" },
         ]});
-        let dir = temp_dir("breakdown");
-        let files = experiment_breakdown(&v, "results.json", &dir).unwrap().unwrap();
+        let tmp = temp_dir("breakdown");
+        let dir = tmp.path();
+        let files = experiment_breakdown(&v, "results.json", dir).unwrap().unwrap();
         let texts = [
             "Where the time went",
             "dae / rm1 (core)",
@@ -228,8 +229,7 @@ mod tests {
         assert!(!svg.contains("h100") && !svg.contains("cpu / rm1 (access unit)"));
         // Without any breakdown there is nothing to draw.
         let none = json!({ "runs": [{ "system": "h100", "workload": "rm1" }] });
-        assert!(experiment_breakdown(&none, "results.json", &dir).unwrap().is_none());
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(experiment_breakdown(&none, "results.json", dir).unwrap().is_none());
     }
 
     #[test]
@@ -237,11 +237,11 @@ mod tests {
         let mut b = breakdown(true);
         b["access_unit"].as_object_mut().unwrap().remove("queue_full");
         let v = json!({ "runs": [{ "system": "dae", "workload": "rm1", "time_breakdown": b }] });
-        let dir = temp_dir("breakdown-bad");
-        let e = experiment_breakdown(&v, "r.json", &dir).unwrap_err();
+        let tmp = temp_dir("breakdown-bad");
+        let dir = tmp.path();
+        let e = experiment_breakdown(&v, "r.json", dir).unwrap_err();
         assert_eq!(e, "r.json: runs[0].time_breakdown.access_unit.queue_full: missing");
         assert!(!dir.join("breakdown.svg").exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -255,9 +255,10 @@ mod tests {
                 ],
             })
         };
-        let dir = temp_dir("breakdown-sweep");
+        let tmp = temp_dir("breakdown-sweep");
+        let dir = tmp.path();
         let few = json!({ "sweep": { "mode": "product" }, "points": [point(1), point(2)] });
-        sweep_breakdown(&few, "s.json", &dir).unwrap().unwrap();
+        sweep_breakdown(&few, "s.json", dir).unwrap().unwrap();
         let svg = std::fs::read_to_string(dir.join("breakdown.svg")).unwrap();
         assert!(
             svg.contains("cores=2: dae / rm1 (access unit)") && svg.contains("cores=1: cpu / rm1 (core)")
@@ -265,10 +266,9 @@ mod tests {
         // 14 points of 3 bars are 42: only dae's 28 are drawn.
         let many =
             json!({ "sweep": { "mode": "product" }, "points": (1..=14).map(point).collect::<Vec<_>>() });
-        sweep_breakdown(&many, "s.json", &dir).unwrap().unwrap();
+        sweep_breakdown(&many, "s.json", dir).unwrap().unwrap();
         let svg = std::fs::read_to_string(dir.join("breakdown.svg")).unwrap();
         assert!(svg.contains("cores=14: dae / rm1 (core)") && !svg.contains("cpu / rm1"));
         assert!(svg.contains("Where the time went on dae"));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -223,8 +223,9 @@ mod tests {
             { "system": "cpu", "workload": "rm1", "memory_level_parallelism": slow },
             { "system": "h100", "workload": "rm1" },
         ]});
-        let dir = temp_dir("latency");
-        let files = latency_plot(&v, "results.json", &dir).unwrap().unwrap();
+        let tmp = temp_dir("latency");
+        let dir = tmp.path();
+        let files = latency_plot(&v, "results.json", dir).unwrap().unwrap();
         let texts = [
             "Lookup latency histogram",
             "Lookup latency CDF",
@@ -238,7 +239,6 @@ mod tests {
         assert!(!svg.contains("h100"));
         // One workload: the colours tell the systems apart; dae's two bars are blue.
         assert_eq!(svg.matches("fill=\"#1F77B4\"").count(), 2 + 1, "two bars and the legend's box");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -246,11 +246,11 @@ mod tests {
         let mut p = profile(&[0.1; 10], &[]);
         p.as_object_mut().unwrap().remove("lookup_latency_cdf");
         let v = json!({ "runs": [{ "system": "dae", "workload": "rm1", "memory_level_parallelism": p }] });
-        let dir = temp_dir("latency-bad");
-        let e = latency_plot(&v, "r.json", &dir).unwrap_err();
+        let tmp = temp_dir("latency-bad");
+        let dir = tmp.path();
+        let e = latency_plot(&v, "r.json", dir).unwrap_err();
         assert_eq!(e, "r.json: runs[0].memory_level_parallelism.lookup_latency_cdf: missing");
         let none = json!({ "runs": [{ "system": "h100", "workload": "rm1" }] });
-        assert!(latency_plot(&none, "r.json", &dir).unwrap().is_none());
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(latency_plot(&none, "r.json", dir).unwrap().is_none());
     }
 }

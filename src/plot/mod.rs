@@ -508,12 +508,9 @@ pub fn sweep_plots(results: &Value, file: &str, dir: &Path) -> Result<Vec<PathBu
 pub(crate) mod tests {
     use super::*;
 
-    /// A fresh directory for a test's plots.
-    pub(crate) fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("dae-sim-plot-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh directory for a test's plots, removed when dropped (also when the test fails).
+    pub(crate) fn temp_dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new().prefix(&format!("dae-sim-plot-{name}-")).tempdir().unwrap()
     }
 
     /// Checks a plot's `files` (`X.svg`, `X.png`): the SVG holds every one of `texts`; the PNG
@@ -557,14 +554,14 @@ pub(crate) mod tests {
 
     #[test]
     fn a_figure_is_written_as_svg_and_as_a_png_of_its_size() {
-        let dir = temp_dir("save");
-        let files = save(&dir, "t", (120, 80), |root| {
+        let tmp = temp_dir("save");
+        let dir = tmp.path();
+        let files = save(dir, "t", (120, 80), |root| {
             root.draw(&Text::new("hello", (10, 10), font(LABEL, HPos::Left, VPos::Top))).map_err(fail)
         })
         .unwrap();
         assert_eq!(files, [dir.join("t.svg"), dir.join("t.png")]);
         let svg = check_plot(&files, &["hello"]);
         assert!(svg.contains("width=\"120\" height=\"80\""), "{svg}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -364,8 +364,9 @@ mod tests {
 
     #[test]
     fn the_sweep_plot_draws_throughput_latency_and_littles_law_only_when_asked() {
-        let dir = temp_dir("sweep");
-        let files = sweep_lines(&results(false), "sweep-results.json", &dir).unwrap();
+        let tmp = temp_dir("sweep");
+        let dir = tmp.path();
+        let files = sweep_lines(&results(false), "sweep-results.json", dir).unwrap();
         assert_eq!(files, [dir.join("sweep.svg"), dir.join("sweep.png")]);
         let texts = [
             "Throughput against system.dae.max_outstanding (GB/s",
@@ -377,7 +378,7 @@ mod tests {
         ];
         let svg = check_plot(&files, &texts);
         assert!(!svg.contains("Little"), "Little's law drawn unasked");
-        sweep_lines(&results(true), "sweep-results.json", &dir).unwrap();
+        sweep_lines(&results(true), "sweep-results.json", dir).unwrap();
         let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
         assert!(svg.contains("dae rm1: Little&apos;s law at the latency measured at max_outstanding=1"));
         // The axis is the DAE system's: the CPU's line, which it does not vary, gets no law.
@@ -388,7 +389,7 @@ mod tests {
         for p in zipped["points"].as_array_mut().unwrap() {
             p["point"]["axes"] = json!(["system.dae.max_outstanding", "system.cpu.max_outstanding"]);
         }
-        sweep_lines(&zipped, "sweep-results.json", &dir).unwrap();
+        sweep_lines(&zipped, "sweep-results.json", dir).unwrap();
         let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
         assert!(svg.contains("cpu rm1: Little") && svg.contains("dae rm1: Little"));
         assert!(!svg.contains("saturates"), "no memory curves, no saturation line");
@@ -396,19 +397,18 @@ mod tests {
         let mut v = results(false);
         v["memory_curves"] =
             json!([{ "label": "random 128 B reads", "saturation_gb_per_s": 640.4, "points": [] }]);
-        sweep_lines(&v, "sweep-results.json", &dir).unwrap();
+        sweep_lines(&v, "sweep-results.json", dir).unwrap();
         let svg = std::fs::read_to_string(dir.join("sweep.svg")).unwrap();
         assert!(svg.contains("memory alone saturates: random 128 B reads (640 GB/s)"));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_run_without_its_figures_is_an_error_naming_the_field() {
         let mut v = results(false);
         v["points"][1]["runs"][0]["lookup_latency_ps"] = json!({ "p50": 1 });
-        let dir = temp_dir("sweep-bad");
-        let e = sweep_lines(&v, "x/sweep-results.json", &dir).unwrap_err();
+        let tmp = temp_dir("sweep-bad");
+        let dir = tmp.path();
+        let e = sweep_lines(&v, "x/sweep-results.json", dir).unwrap_err();
         assert_eq!(e, "x/sweep-results.json: points[1].runs[0].lookup_latency_ps.mean: missing");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
