@@ -33,6 +33,10 @@ pub struct MemoryCurveSpec {
 /// Seed of the curves' traffic (fixed: the curves describe the memory, not the sweep).
 const CURVE_SEED: u64 = 1;
 
+/// How a cached curve's bandwidth was measured; a cache without it (measured over the data
+/// buses' busy window, which a run's drain lowered) is measured again.
+const CURVE_METHOD: &str = "steady state: bytes answered from the first answer to the last send";
+
 impl MemoryCurveSpec {
     /// Resolves `section` against the config at `config`: a path relative to the config's
     /// directory, else a preset name. Loads the memory so a bad one fails before any point runs.
@@ -87,6 +91,7 @@ impl MemoryCurveSpec {
         if let Ok(text) = std::fs::read_to_string(&cache)
             && let Ok(v) = serde_json::from_str::<Value>(&text)
             && v["spec"] == self.to_json()
+            && v["method"] == CURVE_METHOD
         {
             return Ok(v["curves"].clone());
         }
@@ -106,8 +111,12 @@ impl MemoryCurveSpec {
             curves.push(curve_json(&label, &curve));
         }
         let curves = Value::Array(curves);
-        report::write_json(dir, "memory-curves.json", &json!({ "spec": self.to_json(), "curves": curves }))
-            .map_err(|e| format!("{}: {e}", cache.display()))?;
+        report::write_json(
+            dir,
+            "memory-curves.json",
+            &json!({ "spec": self.to_json(), "method": CURVE_METHOD, "curves": curves }),
+        )
+        .map_err(|e| format!("{}: {e}", cache.display()))?;
         Ok(curves)
     }
 }
@@ -115,7 +124,10 @@ impl MemoryCurveSpec {
 /// A curve as the sweep's results carry it (`memory_curves`): its label, its saturation
 /// bandwidth and its points as `[achieved GB/s, mean read latency ns]`, light load first.
 fn curve_json(label: &str, curve: &Curve) -> Value {
-    let points: Vec<Value> =
-        curve.points.iter().map(|p| json!([p.run.gb_per_s(), p.run.read_latency.mean / 1e3])).collect();
+    let points: Vec<Value> = curve
+        .points
+        .iter()
+        .map(|p| json!([p.run.achieved_gb_per_s(), p.run.read_latency.mean / 1e3]))
+        .collect();
     json!({ "label": label, "saturation_gb_per_s": curve.saturation.first().map(|s| s.1), "points": points })
 }

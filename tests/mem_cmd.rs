@@ -44,6 +44,7 @@ fn check_report(table: &str, json: &Value) -> Value {
         "requests",
         "sim time",
         "bandwidth",
+        "steady bandwidth",
         "read latency",
         "row buffer",
         "refreshes",
@@ -59,6 +60,15 @@ fn check_report(table: &str, json: &Value) -> Value {
     let peak = json["memory"]["peak_gb_per_s"].as_f64().unwrap();
     assert!(gbps > 0.0 && gbps <= peak * 1.001, "{gbps} GB/s against a peak of {peak}");
     assert!((r["percent_of_peak"].as_f64().unwrap() - 100.0 * gbps / peak).abs() < 1e-6);
+    // The steady state's figure: none when every request went before the first answer.
+    match r["steady_gb_per_s"].as_f64() {
+        Some(steady) => {
+            assert!(steady > 0.0 && steady <= peak * 1.001, "{steady} GB/s against a peak of {peak}");
+            let share = r["steady_percent_of_peak"].as_f64().unwrap();
+            assert!((share - 100.0 * steady / peak).abs() < 1e-6);
+        }
+        None => assert!(r["steady_gb_per_s"].is_null() && r["steady_percent_of_peak"].is_null(), "{r}"),
+    }
     if reads > 0 {
         let l = &r["read_latency_ns"];
         assert_eq!(l["count"].as_u64(), Some(reads));
@@ -191,6 +201,7 @@ fn latency_curve_small() {
             curve.iter().map(|p| p["offered_load_of_saturation"].as_f64().unwrap()).collect();
         assert_eq!(loads, [0.05, 0.65, 1.25]);
         let bw: Vec<f64> = curve.iter().map(|p| p["achieved_gb_per_s"].as_f64().unwrap()).collect();
+        assert!(curve.iter().all(|p| p["data_window_gb_per_s"].as_f64().is_some_and(|w| w <= peak)));
         let p50: Vec<f64> = curve.iter().map(|p| p["read_latency_ns"]["p50"].as_f64().unwrap()).collect();
         // Light load gets what it offers; beyond saturation bandwidth stops growing and
         // latency rises; nothing exceeds the peak.

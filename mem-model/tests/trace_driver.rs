@@ -228,6 +228,16 @@ fn little_law_with_simple_memory() {
     assert!((101_900..=102_100).contains(&h.value_at_quantile(0.5)), "{}", h.value_at_quantile(0.5));
     let mem_reads = r.engine.stats().lookup_counter("mem.reads").unwrap();
     assert_eq!(mem_reads, rep.reads);
+    // The steady state runs from the first answer (request 0's, round 1) to the last send
+    // (round 99, on the answers to requests 392-395). The reads answered inside it, after the
+    // first one's tick: requests 1 to 395 (each round's answers come 1 ps apart).
+    let (first, last) = rep.steady_window().unwrap();
+    assert_eq!(Some(first), rep.first_response);
+    assert!((round - 1000..=round + 1000).contains(&first), "{first}");
+    assert!((99 * round - 1000..=99 * round + 1000).contains(&last), "{last}");
+    assert_eq!(rep.last_issue, last);
+    let reads = records(400)[1..=395].iter().filter(|r| !r.write).count() as u64;
+    assert_eq!(rep.steady_read_bytes, reads * 64);
 }
 
 #[test]

@@ -130,7 +130,7 @@ pub fn from_curve(preset: &MemoryPreset, curve: &Curve, request_bytes: u32) -> B
     let mut curves: Vec<LoadCurve> = Vec::new();
     for p in &curve.points {
         let label = format!("random {request_bytes} B, {:.0}% reads", p.read_ratio * 100.0);
-        let at = (p.run.gb_per_s(), p.run.read_latency.mean / 1e3);
+        let at = (p.run.achieved_gb_per_s(), p.run.read_latency.mean / 1e3);
         match curves.iter_mut().find(|c| c.label == label) {
             Some(c) => c.points.push(at),
             None => curves.push(LoadCurve { label, points: vec![at] }),

@@ -88,6 +88,13 @@ pub struct DriverReport {
     pub first_response: Option<Tick>,
     /// Tick of the last response.
     pub last_response: Tick,
+    /// Tick of the last send.
+    pub last_issue: Tick,
+    /// Bytes of reads answered after the first response's tick while requests were still to
+    /// be sent: the reads of the steady state (see [`DriverReport::steady_window`]). Reads only:
+    /// a posted write is answered when the memory accepts it, and a filling write queue
+    /// accepts writes faster than the device moves their data.
+    pub steady_read_bytes: u64,
     /// Most requests ever in flight at once.
     pub peak_in_flight: u32,
     /// Sum and largest of the read latencies, ps: exact, where the histogram keeps three
@@ -111,6 +118,14 @@ impl DriverReport {
     /// Simulated time from the first send to the last response (0 before any).
     pub fn active_time(&self) -> Tick {
         self.first_issue.map_or(0, |t| self.last_response.saturating_sub(t))
+    }
+
+    /// The steady state: from the first response to the last send (none when the last send
+    /// came first). Inside it the memory has been answering for a full latency and the driver
+    /// still offers its load, so neither the ramp-up nor the drain, when ever fewer requests
+    /// are queued, is in it; [`DriverReport::steady_read_bytes`] were read inside it.
+    pub fn steady_window(&self) -> Option<(Tick, Tick)> {
+        self.first_response.filter(|&t| t < self.last_issue).map(|t| (t, self.last_issue))
     }
 }
 
@@ -334,6 +349,7 @@ where
             let r = &mut self.report;
             r.peak_in_flight = r.peak_in_flight.max(self.in_flight);
             r.first_issue.get_or_insert(now);
+            r.last_issue = now;
             let s = ctx.stats();
             if rec.write {
                 r.writes += 1;
@@ -370,6 +386,11 @@ where
             ctx.stats().record(h, latency);
             self.in_flight = self.in_flight.saturating_sub(1);
             self.report.responses += 1;
+            // Counted after the first answer's tick: the window opens there.
+            let sending = !(self.exhausted && self.next.is_none());
+            if !resp.write && sending && self.report.first_response.is_some_and(|t| now > t) {
+                self.report.steady_read_bytes += u64::from(resp.bytes);
+            }
             self.report.first_response.get_or_insert(now);
             self.report.last_response = now;
             ctx.progress();
