@@ -233,6 +233,16 @@ fn an_idle_gap_longer_than_a_run_slice_is_simulated_not_spun_on() {
 }
 
 #[test]
+fn an_idle_gap_longer_than_the_watchdog_window_is_no_livelock() {
+    // 20 million cycles at 1.6 GHz: 12.5 ms between the two reads, beyond the engine's 10 ms
+    // livelock window (the driver, waiting for the second read's time, made no progress in it
+    // and the run stopped as stalled).
+    let r = dramsim3_results("long-gap", "0x0 READ 0\n0x40 READ 20000000\n");
+    assert_eq!(r["reads"].as_u64(), Some(2));
+    assert!(r["sim_time_ps"].as_u64().unwrap() > 12_500_000_000, "{r}");
+}
+
+#[test]
 fn posted_writes_count_until_their_data_reaches_the_device() {
     // 31 writes at cycle 0 to different rows of one bank are answered on arrival, but the bank
     // takes a row cycle (tRC, 45 ns) for each: the run, and the bandwidth, must include that.

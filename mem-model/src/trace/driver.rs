@@ -346,6 +346,9 @@ where
             }
             self.next = None;
             self.in_flight += 1;
+            // Moving through the trace is progress: a timed trace may wait longer than the
+            // watchdog's window between two records, and nothing is stuck then.
+            ctx.progress();
             let r = &mut self.report;
             r.peak_in_flight = r.peak_in_flight.max(self.in_flight);
             r.first_issue.get_or_insert(now);
