@@ -1,4 +1,5 @@
-//! The cycle-level GPU against measured H100 behaviour (REFERENCE.md section 3), and the
+//! The cycle-level GPU against measured H100 behaviour (docs/h100-measured.md and REFERENCE.md
+//! section 3), and the
 //! bounds no simulated GPU may break. Run with `--nocapture` to see the figures; `dae-sim
 //! gpu-calibrate` prints the same table at full size.
 
@@ -41,9 +42,11 @@ fn calibration_matches_measured_h100() {
     let c = calibration::run(&gpu, Scale(0.05), &SeedTree::new(1)).unwrap();
     println!("{}", c.table());
     let ns = |ps: f64| ps / 1e3;
-    // Pointer chase within 20% of the measured 365-410 ns.
+    // Pointer chase within 10% of the 334 ns measured on an H100 SXM5 80GB (docs/h100-measured.md;
+    // REFERENCE.md section 3 gives 365-410 ns). At this scale the chain is 20 loads, and its
+    // first, behind the kernel's start, weighs more than at full size (335 ns there).
     assert!(
-        within(ns(c.pointer_chase), 365.0 * 0.8, 410.0 * 1.2),
+        within(ns(c.pointer_chase), 334.0 * 0.9, 334.0 * 1.1),
         "pointer chase {} ns",
         ns(c.pointer_chase)
     );
