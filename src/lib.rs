@@ -10,6 +10,17 @@
 //! live in the workspace crates below it.
 #![warn(missing_docs)]
 
+/// `eprintln!` that ignores a failed write: progress lines and notes on standard error must
+/// never stop a run or lose its results (a closed pipe, `2>&1 | head`), where `eprintln!`
+/// panics.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod breakdown;
 pub mod config;
 pub mod criteo;

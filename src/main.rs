@@ -345,11 +345,11 @@ fn run(args: &RunArgs) -> Result<bool> {
                     Ok(_) => format!("{:.3} s", o.host_seconds),
                     Err(e) => format!("FAILED: {e}"),
                 };
-                eprintln!("[{done}/{pairs}] {} on {} ({}): {detail}", o.workload, o.system, o.model);
+                dae_sim::note!("[{done}/{pairs}] {} on {} ({}): {detail}", o.workload, o.system, o.model);
             }
             // About twenty lines per workload, however many batches it has.
             Progress::Batch { workload, done, count } if done == count || done % (count / 20).max(1) == 0 => {
-                eprintln!("    {workload}: batch {done} of {count} run on every system");
+                dae_sim::note!("    {workload}: batch {done} of {count} run on every system");
             }
             Progress::Batch { .. } => {}
         }
@@ -369,14 +369,14 @@ fn run(args: &RunArgs) -> Result<bool> {
             .into_iter()
             .chain(plots.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())))
             .collect();
-        eprintln!("results: {} (and {})", path.display(), names.join(", "));
+        dae_sim::note!("results: {} (and {})", path.display(), names.join(", "));
     }
     printed?;
     // After results.json, so a dump that fails loses no results; its error comes last.
     let dumped = match &dump {
         Some(d) => dump::dump(&exp, &outcomes, d).map(|files| {
             if !args.quiet {
-                eprintln!("dumped {} .npy files under {}", files.len(), d.dir.display());
+                dae_sim::note!("dumped {} .npy files under {}", files.len(), d.dir.display());
             }
         }),
         None => Ok(()),
@@ -384,12 +384,13 @@ fn run(args: &RunArgs) -> Result<bool> {
     let ok = outcomes.iter().all(experiment::Outcome::succeeded);
     for o in &outcomes {
         match &o.result {
-            Err(e) => eprintln!("error: {} on {}: {e}", o.workload, o.system),
+            Err(e) => dae_sim::note!("error: {} on {}: {e}", o.workload, o.system),
             Ok(m) => {
                 if let Some(Err(e)) = &m.verified {
-                    eprintln!(
+                    dae_sim::note!(
                         "error: {} on {}: outputs differ from the reference: {e}",
-                        o.workload, o.system
+                        o.workload,
+                        o.system
                     );
                 }
             }
@@ -527,7 +528,7 @@ fn mem(args: &MemArgs) -> Result<()> {
             .map_err(|e| anyhow!("plotting: {e}"))?;
         if !args.quiet {
             let requests = curve.requests();
-            eprintln!(
+            dae_sim::note!(
                 "{} points, {requests} requests in {host:.2} s ({:.2} M requests per host second); results: {}",
                 curve.points.len(),
                 requests as f64 / host.max(1e-9) / 1e6,
@@ -572,7 +573,7 @@ fn mem(args: &MemArgs) -> Result<()> {
         .with_context(|| format!("writing mem-results.json into {}", args.out.display()))?;
     printed?;
     if !args.quiet {
-        eprintln!(
+        dae_sim::note!(
             "host speed: {:.2} M requests/s ({} requests, {} events in {:.3} s); results: {}",
             run.host_requests_per_s() / 1e6,
             run.driver.requests(),
@@ -698,7 +699,10 @@ fn bench_stream(
             last_print = Instant::now();
             let rss = dae_sim::stream::peak_rss_bytes()
                 .map_or("n/a".into(), |b| format!("{:.0} MiB", b as f64 / 1048576.0));
-            eprintln!("  {done}/{count} batches, {:.0} s, peak RSS so far {rss}", t0.elapsed().as_secs_f64());
+            dae_sim::note!(
+                "  {done}/{count} batches, {:.0} s, peak RSS so far {rss}",
+                t0.elapsed().as_secs_f64()
+            );
         }
     };
     if functional {
@@ -774,7 +778,7 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
         // every point.
         if bar.is_hidden() {
             if !quiet {
-                eprintln!("{line}");
+                dae_sim::note!("{line}");
             }
         } else if !ok {
             bar.println(line);
@@ -782,7 +786,7 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
     })?;
     bar.finish_and_clear();
     if !quiet {
-        eprintln!(
+        dae_sim::note!(
             "{} points run, {} skipped as finished, {} with a failed pair; results in {}{}",
             summary.ran,
             summary.skipped,
@@ -822,7 +826,7 @@ fn plot(path: &std::path::Path) -> Result<()> {
         bail!("{name}: nothing to plot (no baseline, time breakdown or lookup-latency profile)");
     }
     for f in written {
-        eprintln!("wrote {}", f.display());
+        dae_sim::note!("wrote {}", f.display());
     }
     Ok(())
 }
@@ -852,9 +856,9 @@ fn main() -> ExitCode {
         Some(Command::Plot { path }) => plot(path).map(|()| true),
         Some(Command::Merge { dirs, out }) => dae_sim::sweep::merge(dirs, out)
             .map(|(found, total)| {
-                eprintln!("merged {found} of {total} points into {}", out.display());
+                dae_sim::note!("merged {found} of {total} points into {}", out.display());
                 if found < total {
-                    eprintln!(
+                    dae_sim::note!(
                         "warning: {} points have no results in the directories given: no \
                          sweep-results.json until every shard is merged",
                         total - found
@@ -881,7 +885,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            dae_sim::note!("error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -465,7 +465,7 @@ fn combine(dir: &Path, manifest: &Value) -> Result<bool, SweepError> {
     if let Some(spec) = MemoryCurveSpec::from_json(&manifest["memory_curve"]) {
         match spec.curves(dir) {
             Ok(c) => all["memory_curves"] = c,
-            Err(e) => eprintln!("warning: memory curves for the bandwidth-latency plot: {e}"),
+            Err(e) => crate::note!("warning: memory curves for the bandwidth-latency plot: {e}"),
         }
     }
     let path = dir.join("sweep-results.json");

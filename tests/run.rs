@@ -311,3 +311,25 @@ fn results_csv_has_a_row_per_pair_and_bandwidth_as_a_share_of_peak() {
         assert!((share - run["peak_bandwidth_share"].as_f64().unwrap()).abs() < 1e-12);
     }
 }
+
+#[test]
+fn closed_output_pipes_stop_nothing_and_panic_nothing() {
+    // `dae-sim ... 2>&1 | head -1`: standard output and error close while the run goes on. The
+    // progress lines on stderr once panicked (exit 101) and lost the run; results must still
+    // be written, and the failed table printed on stdout is an error, not a panic.
+    let dir = temp_dir("closed-pipes");
+    let cfg = small_experiment(&dir, "");
+    let out = dir.join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dae-sim"))
+        .args(["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--threads", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both read ends closed before the run prints anything (loading the config comes first).
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(101), "panicked");
+    assert!(out.join("results.json").is_file(), "results lost");
+}

@@ -276,7 +276,7 @@ fn fonts() -> Arc<fontdb::Database> {
                 }
             }
             if db.is_empty() {
-                eprintln!(
+                crate::note!(
                     "warning: no fonts found on this system: the plots' PNG files are drawn without \
                      their text (the SVG files have it); install one (fonts-dejavu-core) to get it"
                 );
