@@ -100,6 +100,13 @@ def bag_workload(d, m):
         # Equal bags: gather every row at once, weight and reduce (no serial walk per bag).
         per, nb = int(np.diff(off)[0]), len(off) - 1
         alt = ("gather_reduce", lambda: (table.index_select(0, ids).view(nb, per, -1) * weights.view(nb, per, 1)).sum(1))
+    if alt is None and m["dim"] == 32 and m["dtype"] == "f32":
+        # 128 B rows: also FBGEMM's kernel shape (TBE_SRC, its own loop) on the same inputs.
+        k = cp.RawKernel(TBE_SRC.replace("LOOP", TBE_LOOPS["fbgemm"]), "tbe")
+        nb = len(off) - 1
+        res = torch.empty((nb, 32), device=DEV)
+        args = (cp.asarray(table), cp.asarray(ids), cp.asarray(offsets), np.int32(nb), cp.asarray(res))
+        alt = ("tbe_fbgemm_loop", lambda: k(((nb * 8 + 511) // 512,), (512,), args))
     call.alt = alt
     return call, {"table_gib": table.numel() * table.element_size() / 2**30, "bags": len(off) - 1,
                   "lookups": len(idx)}
@@ -202,6 +209,74 @@ def random_rows(row_bytes, table_bytes=8 << 30, n=1 << 24):
     med = times[len(times) // 2]
     del table, ids, flush
     return {"row_bytes": row_bytes, "rows": n, "median_us": med, "tb_per_s": n * row_bytes / med / 1e6}
+
+
+TBE_SRC = r"""
+extern "C" __global__ void tbe(const float4* __restrict__ table, const long long* __restrict__ indices,
+                               const long long* __restrict__ offsets, int bags, float4* __restrict__ out) {
+    // FBGEMM's forward shape at 32 floats a row: a group of 8 lanes per bag (4 bags a warp), one
+    // float4 per lane; the group loads 8 indices, then walks their rows, a shuffle per row.
+    constexpr int G = 8;
+    int lane = threadIdx.x % G;
+    long long bag = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
+    if (bag >= bags) return;
+    unsigned mask = 0xffu << (threadIdx.x % 32 / G * G);
+    long long start = offsets[bag], end = offsets[bag + 1];
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (long long l = start; l < end; l += G) {
+        long long mine = l + lane < end ? indices[l + lane] : 0;
+        LOOP {
+            long long r = __shfl_sync(mask, mine, j, G);
+            float4 v = table[r * G + lane];
+            acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+        }
+    }
+    out[bag * G + lane] = acc;
+}
+"""
+
+
+# The row loop three ways: FBGEMM's own CUDA loop (no pragma; its bound is the group size and
+# the bag's end, so the compiler may unroll it), and forced to one or to four rows at a time.
+TBE_LOOPS = {
+    "fbgemm": "for (int j = 0; j < G && l + j < end; ++j)",
+    "1": "int n = (int)min((long long)G, end - l);\n#pragma unroll 1\nfor (int j = 0; j < n; j++)",
+    "4": "int n = (int)min((long long)G, end - l);\n#pragma unroll 4\nfor (int j = 0; j < n; j++)",
+}
+
+
+def tbe_like(loops=("fbgemm", "1", "4"), bag=80):
+    """FBGEMM-shaped gathers (see TBE_SRC) of 128 B rows from an 8 GiB table, the row loop
+    compiled each way of TBE_LOOPS: time per row at growing bag counts."""
+    rows = (8 << 30) // 128
+    table = cp.empty(rows * 32, dtype=cp.float32)
+    kernels = {u: cp.RawKernel(TBE_SRC.replace("LOOP", TBE_LOOPS[u]), "tbe") for u in loops}
+    flush = cp.empty(512 << 20, dtype=cp.uint8)
+    out = []
+    for bags in (1, 32, 256, 1024, 4096, 16384):
+        ids = cp.random.randint(0, rows, bags * bag, dtype=cp.int64)
+        offs = cp.arange(0, bags * bag + 1, bag, dtype=cp.int64)
+        res = cp.empty(bags * 32, dtype=cp.float32)
+        for u, k in kernels.items():
+            args = (table, ids, offs, np.int32(bags), res)
+            grid = ((bags * 8 + 511) // 512,)
+            k(grid, (512,), args)
+            times = []
+            for _ in range(ITERS):
+                flush.fill(0)
+                s, e = cp.cuda.Event(), cp.cuda.Event()
+                s.record()
+                k(grid, (512,), args)
+                e.record()
+                e.synchronize()
+                times.append(cp.cuda.get_elapsed_time(s, e) * 1e3)
+            times.sort()
+            med = times[len(times) // 2]
+            out.append({"unroll": u, "bags": bags, "bag": bag, "median_us": med, "ns_per_row": med * 1e3 / bag,
+                        "read_tb_per_s": bags * bag * 128 / med / 1e6})
+            print("tbe-like", out[-1], flush=True)
+    del table, flush
+    return out
 
 
 def pointer_chase(footprint, steps, seed=1):
@@ -316,6 +391,7 @@ def main():
 
 def micro_benchmarks(micro):
     """Pointer chases, a streaming read, random gathers and a loaded-latency sweep, into `micro`."""
+    micro["tbe_like"] = tbe_like()
     micro["random_rows"] = [random_rows(b) for b in (32, 64, 128, 256)]
     for r in micro["random_rows"]:
         print("random rows", r, flush=True)
