@@ -1026,8 +1026,9 @@ pub struct Measured {
     pub lookups: u64,
     /// Bytes moved to and from memory.
     pub bytes: u64,
-    /// Lookup latency percentiles in ps: p50, p99, mean.
-    pub latency: (u64, u64, f64),
+    /// Lookup latency percentiles in ps: p50, p99, mean; `None` when no lookup was timed (a
+    /// program whose loads carry no `!lookup` mark, as the ladder's `-O0` and `-O1` ones).
+    pub latency: Option<(u64, u64, f64)>,
     /// Functional check: `Some(Ok)` verified, `Some(Err)` mismatch, `None` not computed.
     pub verified: Option<Result<(), String>>,
     /// Engine events (cycle-level runs).
@@ -1069,7 +1070,7 @@ pub(crate) fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         time: r.sim_time,
         lookups: r.lookups,
         bytes: r.bytes,
-        latency: (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()),
+        latency: (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean())),
         verified: Some(r.verified),
         events: r.events,
         stats: Some(r.stats.to_json()),
@@ -1275,7 +1276,7 @@ pub(crate) fn run_gpu(
                 time: analytic.time,
                 lookups,
                 bytes: analytic.dram_bytes,
-                latency: (l, l, l as f64),
+                latency: Some((l, l, l as f64)),
                 verified: None,
                 events: 0,
                 stats: None,
@@ -1298,7 +1299,7 @@ pub(crate) fn run_gpu(
         time: r.time,
         lookups,
         bytes: r.activity.dram_bytes,
-        latency: (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()),
+        latency: (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean())),
         verified: None,
         events: r.events,
         stats: None,

@@ -72,7 +72,9 @@ enum Command {
     /// Redraw the plots from saved results (SVG and PNG), without re-running anything.
     ///
     /// A sweep's directory or sweep-results.json gives sweep and breakdown; an experiment's
-    /// results.json (or its directory) gives speedup (with a baseline), breakdown and latency.
+    /// results.json (or its directory) gives speedup (with a baseline), breakdown and latency;
+    /// the latency-curve.json of `dae-sim mem --latency-curve` (or its directory) gives
+    /// latency-curve.
     Plot {
         /// A results file or the directory that holds it.
         #[arg(value_name = "PATH")]
@@ -81,9 +83,10 @@ enum Command {
     /// Run the GPU model's calibration microbenchmarks and print them beside the measured
     /// H100 figures.
     GpuCalibrate {
-        /// GPU system preset.
-        #[arg(long, value_name = "FILE", default_value = "configs/systems/h100-sxm.toml")]
-        system: PathBuf,
+        /// GPU system: a preset name from configs/systems/ (h100-sxm, h200, h100-pcie, a100-sxm)
+        /// or a TOML file.
+        #[arg(long, value_name = "NAME|FILE", default_value = "h100-sxm")]
+        system: String,
         /// Size of the microbenchmarks (1.0 = full; smaller is faster and noisier).
         #[arg(long, value_name = "X", default_value_t = 1.0)]
         scale: f64,
@@ -107,7 +110,7 @@ enum Command {
         trace: Option<PathBuf>,
         /// stream: batches simulated at once (default: every host core); results do not
         /// depend on it.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         threads: Option<usize>,
         /// stream: read, compile and compute the reference of every batch without simulating
         /// them (how a trace too long to simulate is checked).
@@ -125,7 +128,7 @@ struct SweepArgs {
     #[arg(long)]
     list: bool,
     /// Worker threads (default: every host core).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     threads: Option<usize>,
     /// Skip points whose results are already written.
     #[arg(long)]
@@ -164,7 +167,7 @@ struct RunArgs {
     #[arg(long, requires = "dump_outputs")]
     dump_inputs: bool,
     /// Pairs simulated at once (default: every host core); results do not depend on it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     threads: Option<usize>,
 }
 
@@ -261,7 +264,7 @@ struct MemArgs {
     pattern: Option<PatternArg>,
     /// Generated requests [default: 100000; with --latency-curve, per point: enough for 1.25
     /// refresh intervals of simulated time at the point's rate].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     requests: Option<u64>,
     /// Fraction of generated requests that are reads, 0 to 1 [default: 1].
     #[arg(long, value_name = "R")]
@@ -315,6 +318,12 @@ enum PatternArg {
     Stream,
 }
 
+/// Creates the output directory before anything runs, so an `--out` that cannot be one (an
+/// existing file, a path that cannot be created) fails at once, not after the simulations.
+fn prepare_out(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("output directory {}", dir.display()))
+}
+
 fn run(args: &RunArgs) -> Result<bool> {
     let Some(config) = &args.config else {
         bail!("no experiment given: use --config FILE (for example --config configs/h100-vs-dae.toml)");
@@ -325,6 +334,7 @@ fn run(args: &RunArgs) -> Result<bool> {
     if let Some(d) = &dump {
         dump::check(&exp, d).context("--dump-outputs")?;
     }
+    prepare_out(&exp.out_dir)?;
     let pairs = exp.systems.len() * exp.file.workload.len();
     let mut done = 0;
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -501,6 +511,7 @@ fn mem(args: &MemArgs) -> Result<()> {
     use mem_frontend::{CurveOptions, RunOptions, Traffic};
     let path = mem_frontend::resolve_memory(&args.memory)?;
     let preset = mem_frontend::load_memory(&path)?;
+    prepare_out(&args.out)?;
     let bytes = u32::try_from(args.size.bytes())
         .map_err(|_| anyhow!("--size {}: must be below 4 GiB (a request size is 32 bits)", args.size))?;
     if args.latency_curve {
@@ -523,7 +534,8 @@ fn mem(args: &MemArgs) -> Result<()> {
         }
         let file = report::write_json(&args.out, "latency-curve.json", &value)
             .with_context(|| format!("writing latency-curve.json into {}", args.out.display()))?;
-        let figure = dae_sim::plot::bandwidth_latency::from_curve(&preset, &curve, bytes);
+        let figure = dae_sim::plot::bandwidth_latency::from_curve_json(&value, &file.display().to_string())
+            .map_err(|e| anyhow!("plotting: {e}"))?;
         dae_sim::plot::bandwidth_latency::save(&figure, &args.out, "latency-curve")
             .map_err(|e| anyhow!("plotting: {e}"))?;
         if !args.quiet {
@@ -754,6 +766,7 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
         out!("{}", sweep::list(&sw))?;
         return Ok(true);
     }
+    prepare_out(&sw.out_dir)?;
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let todo = sw.selected(shard).len();
     let t0 = std::time::Instant::now();
@@ -804,10 +817,15 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
 
 fn plot(path: &std::path::Path) -> Result<()> {
     let file = if path.is_dir() {
-        [path.join("sweep-results.json"), path.join("results.json")]
+        [path.join("sweep-results.json"), path.join("results.json"), path.join("latency-curve.json")]
             .into_iter()
             .find(|f| f.exists())
-            .ok_or_else(|| anyhow!("{}: holds neither sweep-results.json nor results.json", path.display()))?
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: holds neither sweep-results.json, results.json nor latency-curve.json",
+                    path.display()
+                )
+            })?
     } else {
         path.to_path_buf()
     };
@@ -816,7 +834,10 @@ fn plot(path: &std::path::Path) -> Result<()> {
         serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
     let dir = file.parent().unwrap_or(std::path::Path::new("."));
     let name = file.display().to_string();
-    let written = if v.get("points").is_some() {
+    let written = if dae_sim::plot::bandwidth_latency::is_curve_json(&v) {
+        dae_sim::plot::bandwidth_latency::from_curve_json(&v, &name)
+            .and_then(|f| dae_sim::plot::bandwidth_latency::save(&f, dir, "latency-curve"))
+    } else if v.get("points").is_some() {
         dae_sim::plot::sweep_plots(&v, &name, dir)
     } else {
         dae_sim::plot::experiment_plots(&v, &name, dir)
@@ -831,10 +852,34 @@ fn plot(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn gpu_calibrate(system: &std::path::Path, scale: f64) -> Result<()> {
+/// `--system` of `gpu-calibrate`: a file, or a preset of `configs/systems/` (here, else in the
+/// tree the binary was built from, as `mem --memory` finds its presets).
+fn gpu_preset(arg: &str) -> Result<PathBuf> {
+    let path = std::path::Path::new(arg);
+    if path.exists() || arg.contains('/') || arg.ends_with(".toml") {
+        return Ok(path.to_path_buf());
+    }
+    let file = shipped_config(&format!("systems/{arg}.toml"));
+    if file.is_file() {
+        return Ok(file);
+    }
+    let dir = shipped_config("systems");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| dae_sim::experiment::load_gpu_system(&e.path()).is_ok())
+        .filter_map(|e| e.path().file_stem().and_then(|n| n.to_str()).map(String::from))
+        .collect();
+    names.sort();
+    bail!("--system {arg}: no such file or GPU preset (presets in {}: {})", dir.display(), names.join(", "))
+}
+
+fn gpu_calibrate(system: &str, scale: f64) -> Result<()> {
     if !(scale > 0.0 && scale <= 100.0) {
         bail!("--scale {scale}: must be in (0, 100]");
     }
+    let system = &gpu_preset(system)?;
     let gpu =
         dae_sim::experiment::load_gpu_system(system).with_context(|| format!("{}", system.display()))?;
     let t0 = std::time::Instant::now();

@@ -190,8 +190,8 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
                 r.push(fmt_rate(per_second(m.lookups, m.time)));
                 r.push(format!("{:.1}", per_second(m.bytes, m.time) / 1e9));
                 r.push(peak_share(m).map_or("-".into(), |p| format!("{:.1}%", 100.0 * p)));
-                r.push(fmt_time(m.latency.0));
-                r.push(fmt_time(m.latency.1));
+                r.push(m.latency.map_or("n/a".into(), |l| fmt_time(l.0)));
+                r.push(m.latency.map_or("n/a".into(), |l| fmt_time(l.1)));
                 r.push(speedup(exp, all, o).map_or("-".into(), |s| format!("{s:.2}x")));
                 let dash = || "-".to_string();
                 r.push(m.energy.as_ref().map_or_else(dash, |e| format!("{:.1}", e.average_w())));
@@ -475,15 +475,18 @@ fn mlp_table(all: &[Outcome]) -> String {
     ];
     let mut unit = "";
     for o in all {
-        let Ok(Measured { mlp: Some(p), .. }) = &o.result else { continue };
+        let Ok(Measured { mlp: Some(p), latency, .. }) = &o.result else { continue };
         unit = p.unit;
+        // Without timed lookups the latency figures (and Little's law's lookups in flight) are
+        // unknown, not zero.
+        let timed = |text: String| if latency.is_some() { text } else { "n/a".into() };
         rows.push(vec![
             o.system.clone(),
             o.workload.clone(),
-            format!("{:.1}x", p.mean_units),
-            format!("{:.0}%", 100.0 * p.above_10x),
-            format!("{:.0}%", 100.0 * p.above_100x),
-            format!("{:.1}", p.in_flight_per_core),
+            timed(format!("{:.1}x", p.mean_units)),
+            timed(format!("{:.0}%", 100.0 * p.above_10x)),
+            timed(format!("{:.0}%", 100.0 * p.above_100x)),
+            timed(format!("{:.1}", p.in_flight_per_core)),
             format!("{:.1}%", 100.0 * p.hbm_utilization),
             format!("{:.2}%", 100.0 * p.hbm_utilization_per_core),
         ]);
@@ -590,7 +593,7 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                         v["sim_over_analytic"] = json!(sim_over_analytic(m));
                     }
                     v["lookup_latency_ps"] =
-                        json!({ "p50": m.latency.0, "p99": m.latency.1, "mean": m.latency.2 });
+                        m.latency.map_or(Value::Null, |l| json!({ "p50": l.0, "p99": l.1, "mean": l.2 }));
                     v["verified"] = match &m.verified {
                         Some(Ok(())) => json!(true),
                         Some(Err(e)) => json!({ "mismatch": e }),
@@ -677,8 +680,8 @@ pub fn csv(exp: &Experiment, all: &[Outcome]) -> String {
                     num(Some(per_second(m.lookups, m.time))),
                     num(Some(per_second(m.bytes, m.time) / 1e9)),
                     num(peak_share(m)),
-                    m.latency.0.to_string(),
-                    m.latency.1.to_string(),
+                    m.latency.map_or(String::new(), |l| l.0.to_string()),
+                    m.latency.map_or(String::new(), |l| l.1.to_string()),
                     num(speedup(exp, all, o)),
                     num(m.energy.as_ref().map(|e| e.average_w())),
                     num(nj_per_lookup(m)),

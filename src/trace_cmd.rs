@@ -231,7 +231,7 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 256)]
     pub batch: u64,
     /// Embedding: lookups drawn per bag (fewer with --dedup).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub bag_size: u64,
     /// Embedding: batches, one after the other.
     #[arg(long, default_value_t = 1)]
@@ -271,7 +271,7 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 10)]
     pub relations: u64,
     /// KG: triples.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub triples: u64,
 }
 

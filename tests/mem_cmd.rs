@@ -211,6 +211,13 @@ fn latency_curve_small() {
         assert!(bw.iter().all(|&b| b <= peak), "{bw:?}");
         assert!(p50[2] > 2.0 * p50[0], "{ratio}: {p50:?}");
     }
+    // `dae-sim plot` redraws the same figure from the saved JSON (it once refused the file).
+    let svg = dir.join("latency-curve.svg");
+    let drawn = std::fs::read(&svg).expect("latency-curve.svg written");
+    std::fs::remove_file(&svg).unwrap();
+    let o = dae_sim(&["plot", dir.join("latency-curve.json").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&svg).unwrap(), drawn);
 }
 
 /// Runs `dae-sim mem` on a DRAMsim3 trace of `text` in a fresh directory `tag`; returns the

@@ -333,3 +333,85 @@ fn closed_output_pipes_stop_nothing_and_panic_nothing() {
     assert_ne!(status.code(), Some(101), "panicked");
     assert!(out.join("results.json").is_file(), "results lost");
 }
+
+#[test]
+fn an_out_path_that_is_a_file_fails_before_anything_runs() {
+    // It used to fail only when the results were written, after every simulation.
+    let dir = temp_dir("out-file");
+    let cfg = small_experiment(&dir, "");
+    let file = dir.join("taken");
+    std::fs::write(&file, "").unwrap();
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains(&format!("output directory {}", file.display())), "{err}");
+    assert!(!err.contains("[1/"), "a simulation ran first: {err}");
+    let o = dae_sim(&["mem", "--memory", "hbm3-6400", "--out", file.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("output directory"), "mem");
+}
+
+#[test]
+fn a_run_that_times_no_lookup_reports_its_latency_as_unknown() {
+    // -O0 code carries no `!lookup` mark, so no lookup latency is measured: the table said
+    // "0.0 ns" and the JSON 0, as if lookups took no time.
+    let dir = temp_dir("no-latency");
+    let dae = common::configs().join("systems/dae-hbm3.toml");
+    let extra = format!(
+        "\n[[system]]\nname = \"o0\"\ninclude = \"{}\"\ncores = 4\ncompiler = {{ opt_level = 0 }}\n",
+        dae.display()
+    );
+    let cfg = small_experiment(&dir, &extra);
+    let out = dir.join("out");
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let row = table.lines().find(|l| l.starts_with("o0 ")).expect("an o0 row");
+    assert_eq!(row.matches(" n/a ").count(), 2, "{row}");
+    assert!(!row.contains("0.0 ns"), "{row}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let o0 = runs.iter().find(|r| r["system"] == "o0").unwrap();
+    assert!(o0["lookup_latency_ps"].is_null(), "{o0}");
+    let dae = runs.iter().find(|r| r["system"] == "dae").unwrap();
+    assert!(dae["lookup_latency_ps"]["p50"].as_u64().unwrap() > 0, "{dae}");
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.starts_with("o0,") && l.contains(",,")), "{csv}");
+}
+
+#[test]
+fn gpu_calibrate_takes_a_preset_name_from_anywhere() {
+    // It took only a path relative to the repository, and a wrong name read as a broken include.
+    let dir = temp_dir("gpu-preset");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dae-sim"))
+            .args(args)
+            .current_dir(&*dir)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["gpu-calibrate", "--system", "h20"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("--system h20: no such file or GPU preset") && err.contains("h200"), "{err}");
+    let o = run(&["gpu-calibrate", "--system", "a100-sxm", "--scale", "0.01"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("a100-sxm.toml"));
+}
+
+#[test]
+fn zero_counts_on_the_command_line_are_refused() {
+    // They were accepted: zero requests gave an all-zero report, zero threads ran one at a time.
+    for (option, args) in [
+        ("--requests", &["mem", "--memory", "hbm3-6400", "--requests", "0"][..]),
+        ("--bag-size", &["trace", "gen", "--bag-size", "0", "--out", "never.daeidx"]),
+        ("--triples", &["trace", "gen", "--kind", "kg", "--triples", "0", "--out", "never.tsv"]),
+        ("--threads", &["--config", "configs/h100-vs-dae.toml", "--threads", "0"]),
+        ("--threads", &["bench", "stream", "--threads", "0"]),
+    ] {
+        let o = dae_sim(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(err.contains(&format!("invalid value '0' for '{option}")), "{args:?}: {err}");
+    }
+}

@@ -2,8 +2,7 @@
 //! bandwidth achieved, one curve per traffic kind) with, optionally, systems' operating points
 //! on them (each run's achieved bandwidth and the mean latency its memory saw).
 
-use super::{Area, COLOURS, chart_on, fail, mesh, tick};
-use crate::mem_frontend::{Curve, MemoryPreset};
+use super::{Area, COLOURS, Field, chart_on, fail, mesh, tick};
 use plotters::prelude::*;
 use serde_json::Value;
 
@@ -125,23 +124,33 @@ pub fn draw(f: &BandwidthLatency, root: &Area<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// The curves of `dae-sim mem --latency-curve`: one per read ratio.
-pub fn from_curve(preset: &MemoryPreset, curve: &Curve, request_bytes: u32) -> BandwidthLatency {
+/// The curves of `dae-sim mem --latency-curve`, one per read ratio, from its
+/// `latency-curve.json` (the run draws them from the file's content too, so `dae-sim plot`
+/// redraws the same figure).
+pub fn from_curve_json(v: &Value, file: &str) -> Result<BandwidthLatency, String> {
+    let root = Field::root(file, v);
+    let memory = root.get("memory");
+    let bytes = root.get("request_bytes").f64()?;
     let mut curves: Vec<LoadCurve> = Vec::new();
-    for p in &curve.points {
-        let label = format!("random {request_bytes} B, {:.0}% reads", p.read_ratio * 100.0);
-        let at = (p.run.achieved_gb_per_s(), p.run.read_latency.mean / 1e3);
+    for p in root.get("points").items()? {
+        let label = format!("random {bytes} B, {:.0}% reads", p.get("read_ratio").f64()? * 100.0);
+        let at = (p.get("achieved_gb_per_s").f64()?, p.get("read_latency_ns").get("mean").f64()?);
         match curves.iter_mut().find(|c| c.label == label) {
             Some(c) => c.points.push(at),
             None => curves.push(LoadCurve { label, points: vec![at] }),
         }
     }
-    BandwidthLatency {
-        title: format!("{}: loaded latency (random traffic)", preset.name),
-        peak_gb_per_s: preset.peak_bytes_per_s / 1e9,
+    Ok(BandwidthLatency {
+        title: format!("{}: loaded latency (random traffic)", memory.get("name").str()?),
+        peak_gb_per_s: memory.get("peak_gb_per_s").f64()?,
         curves,
         operating: Vec::new(),
-    }
+    })
+}
+
+/// Whether `v` is the content of a `latency-curve.json`.
+pub fn is_curve_json(v: &Value) -> bool {
+    v.get("saturation").is_some() && v.get("pattern").is_some()
 }
 
 /// A sweep's figure: the memory curves its results carry and, per (system, workload) line,

@@ -78,7 +78,8 @@ fn read(results: &Field<'_>) -> Result<(String, Vec<Line>), String> {
         for run in p.get("runs").items()? {
             let Some((system, workload)) = run_names(&run)? else { continue };
             let gb_per_s = run.get("achieved_gb_per_s").f64()?;
-            let latency = run.get("lookup_latency_ps");
+            // A run that timed no lookup (null latency) has no point on the latency panels.
+            let Some(latency) = run.opt("lookup_latency_ps") else { continue };
             let (mean_ns, p99_ns) = (latency.get("mean").f64()? / 1e3, latency.get("p99").f64()? / 1e3);
             let share = run.opt("peak_bandwidth_share").map(|s| s.f64()).transpose()?;
             let peak = share.filter(|s| *s > 0.0).map(|s| gb_per_s / s).filter(|p| p.is_finite());
