@@ -100,13 +100,14 @@ def bag_workload(d, m):
         # Equal bags: gather every row at once, weight and reduce (no serial walk per bag).
         per, nb = int(np.diff(off)[0]), len(off) - 1
         alt = ("gather_reduce", lambda: (table.index_select(0, ids).view(nb, per, -1) * weights.view(nb, per, 1)).sum(1))
-    if alt is None and m["dim"] == 32 and m["dtype"] == "f32":
-        # 128 B rows: also FBGEMM's kernel shape (TBE_SRC, its own loop) on the same inputs.
-        k = cp.RawKernel(TBE_SRC.replace("LOOP", TBE_LOOPS["fbgemm"]), "tbe")
-        nb = len(off) - 1
-        res = torch.empty((nb, 32), device=DEV)
+    if alt is None and (m["dtype"], m["dim"]) in (("f32", 32), ("f32", 64), ("f16", 128)):
+        # Also FBGEMM's kernel shape (TBE_SRC, its own loop) on the same inputs.
+        half = m["dtype"] == "f16"
+        k = cp.RawKernel(tbe_source("fbgemm", m["dim"], half), "tbe")
+        nb, g = len(off) - 1, m["dim"] // 4
+        res = torch.empty((nb, g * 4), device=DEV)
         args = (cp.asarray(table), cp.asarray(ids), cp.asarray(offsets), np.int32(nb), cp.asarray(res))
-        alt = ("tbe_fbgemm_loop", lambda: k(((nb * 8 + 511) // 512,), (512,), args))
+        alt = ("tbe_fbgemm_loop", lambda: k(((nb * g + 511) // 512,), (512,), args))
     call.alt = alt
     return call, {"table_gib": table.numel() * table.element_size() / 2**30, "bags": len(off) - 1,
                   "lookups": len(idx)}
@@ -212,28 +213,38 @@ def random_rows(row_bytes, table_bytes=8 << 30, n=1 << 24):
 
 
 TBE_SRC = r"""
-extern "C" __global__ void tbe(const float4* __restrict__ table, const long long* __restrict__ indices,
+extern "C" __global__ void tbe(const VEC* __restrict__ table, const long long* __restrict__ indices,
                                const long long* __restrict__ offsets, int bags, float4* __restrict__ out) {
-    // FBGEMM's forward shape at 32 floats a row: a group of 8 lanes per bag (4 bags a warp), one
-    // float4 per lane; the group loads 8 indices, then walks their rows, a shuffle per row.
-    constexpr int G = 8;
+    // FBGEMM's forward shape: a group of G lanes per bag (32 / G bags a warp), four elements per
+    // lane (a float4, or four halves); the group loads G indices, then walks their rows, a
+    // shuffle per row. Half rows are only loaded and summed as raw bits: timing, not values.
+    constexpr int G = GROUP;
     int lane = threadIdx.x % G;
     long long bag = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
     if (bag >= bags) return;
-    unsigned mask = 0xffu << (threadIdx.x % 32 / G * G);
+    unsigned mask = G == 32 ? 0xffffffffu : ((1u << (G % 32)) - 1) << (threadIdx.x % 32 / G * G);
     long long start = offsets[bag], end = offsets[bag + 1];
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (long long l = start; l < end; l += G) {
         long long mine = l + lane < end ? indices[l + lane] : 0;
         LOOP {
             long long r = __shfl_sync(mask, mine, j, G);
-            float4 v = table[r * G + lane];
-            acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+            VEC v = table[r * G + lane];
+            ACC
         }
     }
     out[bag * G + lane] = acc;
 }
 """
+
+F32_ACC = "acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;"
+F16_ACC = "acc.x += __int_as_float(v.x); acc.y += __int_as_float(v.y);"
+
+
+def tbe_source(loop, dim=32, half=False):
+    """TBE_SRC for rows of `dim` f32 (or f16) values, its row loop written as TBE_LOOPS[loop]."""
+    return (TBE_SRC.replace("LOOP", TBE_LOOPS[loop]).replace("GROUP", str(dim // 4))
+            .replace("VEC", "uint2" if half else "float4").replace("ACC", F16_ACC if half else F32_ACC))
 
 
 # The row loop three ways: FBGEMM's own CUDA loop (no pragma; its bound is the group size and
@@ -250,7 +261,7 @@ def tbe_like(loops=("fbgemm", "1", "4"), bag=80):
     compiled each way of TBE_LOOPS: time per row at growing bag counts."""
     rows = (8 << 30) // 128
     table = cp.empty(rows * 32, dtype=cp.float32)
-    kernels = {u: cp.RawKernel(TBE_SRC.replace("LOOP", TBE_LOOPS[u]), "tbe") for u in loops}
+    kernels = {u: cp.RawKernel(tbe_source(u), "tbe") for u in loops}
     flush = cp.empty(512 << 20, dtype=cp.uint8)
     out = []
     for bags in (1, 32, 256, 1024, 4096, 16384):
