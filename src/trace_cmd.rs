@@ -239,9 +239,9 @@ pub struct GenArgs {
     /// Embedding: index distribution (kg: of the entities).
     #[arg(long, value_enum, default_value_t = DistArg::Uniform)]
     pub distribution: DistArg,
-    /// Zipf exponent.
-    #[arg(long, default_value_t = 1.05)]
-    pub alpha: f64,
+    /// Zipf exponent, with --distribution zipf [default: 1.05].
+    #[arg(long)]
+    pub alpha: Option<f64>,
     /// Embedding: drop repeated rows within a bag (bags then hold at most --bag-size).
     #[arg(long)]
     pub dedup: bool,
@@ -371,12 +371,16 @@ pub fn gen_cmd(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
 }
 
 fn distribution(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
-    match a.distribution {
-        DistArg::Uniform => Ok(IndexDistribution::Uniform),
-        DistArg::Zipf if a.alpha.is_finite() && a.alpha > 0.0 => {
-            Ok(IndexDistribution::Zipf { alpha: a.alpha })
+    match (a.distribution, a.alpha) {
+        // An exponent the uniform draws would silently ignore.
+        (DistArg::Uniform, Some(alpha)) => {
+            Err(usage(format!("--alpha {alpha}: applies to --distribution zipf, not uniform")))
         }
-        DistArg::Zipf => Err(usage(format!("--alpha {}: must be a positive number", a.alpha))),
+        (DistArg::Uniform, None) => Ok(IndexDistribution::Uniform),
+        (DistArg::Zipf, alpha) => match alpha.unwrap_or(1.05) {
+            alpha if alpha.is_finite() && alpha > 0.0 => Ok(IndexDistribution::Zipf { alpha }),
+            alpha => Err(usage(format!("--alpha {alpha}: must be a positive number"))),
+        },
     }
 }
 

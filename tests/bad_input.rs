@@ -997,6 +997,8 @@ fn bad_trace_gen_options_name_the_option_and_the_value() {
     for (args, want) in [
         (vec!["--reuse", "1.5"], "--reuse 1.5: must be between 0 and 1"),
         (vec!["--distribution", "zipf", "--alpha=-1"], "--alpha -1: must be a positive number"),
+        // The uniform draws have no exponent; it was silently ignored.
+        (vec!["--alpha", "3"], "--alpha 3: applies to --distribution zipf, not uniform"),
         (vec!["--format", "npy", "--batches", "2"], "holds one batch"),
         (vec!["--tables", "0"], "--tables, --rows, --batch and --batches must be at least 1"),
     ] {
