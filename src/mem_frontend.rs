@@ -235,12 +235,8 @@ pub fn resolve_memory(arg: &str) -> Result<PathBuf, MemRunError> {
     }
     names.sort();
     names.dedup();
-    let hint = names
-        .iter()
-        .map(|n| (edit_distance(arg, n), n))
-        .filter(|(d, n)| *d <= 2.max(n.len() / 3))
-        .min()
-        .map_or(String::new(), |(_, n)| format!(" (did you mean `{n}`?)"));
+    let hint = crate::config::loader::closest(arg, names.iter().map(String::as_str))
+        .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
     let available =
         if names.is_empty() { "(no presets found in configs/memory)".into() } else { names.join(", ") };
     Err(MemRunError::UnknownPreset { name: arg.to_owned(), hint, available })
@@ -252,22 +248,6 @@ fn is_memory_preset(text: &str) -> bool {
         let l = l.trim_start();
         l.starts_with("[organization]") || l.starts_with("model")
     })
-}
-
-/// Levenshtein distance, for did-you-mean hints.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// Loads a memory file (with the config loader, so errors name file, line and key).
@@ -1213,9 +1193,10 @@ mod tests {
     }
 
     #[test]
-    fn did_you_mean_distance() {
-        assert_eq!(edit_distance("hbm3-6400", "hbm3-6400"), 0);
-        assert_eq!(edit_distance("hbm36400", "hbm3-6400"), 1);
-        assert_eq!(edit_distance("", "ab"), 2);
+    fn an_unknown_preset_name_suggests_the_closest() {
+        let e = resolve_memory("hbm36400").unwrap_err().to_string();
+        assert!(e.contains("(did you mean `hbm3-6400`?)"), "{e}");
+        let e = resolve_memory("zzzz").unwrap_err().to_string();
+        assert!(!e.contains("did you mean"), "{e}");
     }
 }

@@ -158,6 +158,16 @@ fn resolve_key(doc: &Document, key: &str) -> Option<String> {
     doc.get(key).is_some().then(|| key.to_string())
 }
 
+/// For an axis key that names nothing: " (did you mean `...`?)" with the closest key of the
+/// table its last existing prefix names, or nothing.
+fn key_hint(doc: &Document, key: &str) -> String {
+    let Some((parent, last)) = key.rsplit_once('.') else { return String::new() };
+    let Some(path) = resolve_key(doc, parent) else { return String::new() };
+    let Some(toml::Value::Table(t)) = doc.get(&path) else { return String::new() };
+    crate::config::loader::closest(last, t.keys().map(String::as_str))
+        .map_or(String::new(), |k| format!(" (did you mean `{parent}.{k}`?)"))
+}
+
 /// Expands the axes of `s`, the `[sweep]` of `doc` (where errors point), into points.
 fn expand(doc: &Document, s: &SweepSection) -> Result<Vec<Point>, SweepError> {
     let axis_err = |key: String, message: &str| SweepError::Axis {
@@ -223,7 +233,11 @@ impl Sweep {
             let p = resolve_key(&doc, &a.key).ok_or_else(|| SweepError::Axis {
                 at: doc.place(&key).to_string(),
                 key: key.clone(),
-                message: format!("{:?} names no key of the config or its includes", a.key),
+                message: format!(
+                    "{:?} names no key of the config or its includes{}",
+                    a.key,
+                    key_hint(&doc, &a.key)
+                ),
             })?;
             // Two axes setting one key: the later would silently win at every point, while the
             // results list both values.

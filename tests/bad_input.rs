@@ -952,6 +952,11 @@ fn bad_sweeps_are_refused_before_any_point_runs() {
     let dir = temp_dir("sweep-bad");
     let cases = [
         ("[[sweep.axis]]\nkey = \"system.dae.no_such_key\"\nvalues = [1]\n", "names no key"),
+        // A typo gets the closest key of the table it is in.
+        (
+            "[[sweep.axis]]\nkey = \"system.dae.access_unit.max_outstandng\"\nvalues = [1]\n",
+            "(did you mean `system.dae.access_unit.max_outstanding`?)",
+        ),
         ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = []\n", "at least one value"),
         ("[[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [\"four\"]\n", "point 0"),
         (

@@ -670,15 +670,21 @@ fn suggestion(message: &str) -> Option<String> {
         quoted_after(message, "unknown field `").or_else(|| quoted_after(message, "unknown variant `"))?;
     let (_, expected) = message.split_once(", expected ")?;
     // Backticked names sit at odd positions when splitting on backticks.
-    let candidates = expected.split('`').skip(1).step_by(2);
+    closest(unknown, expected.split('`').skip(1).step_by(2)).map(str::to_owned)
+}
+
+/// The candidate closest to `unknown`, if it is close enough to be a plausible typo (at most a
+/// third of its characters, or two, changed): the "did you mean" of every name the user types.
+pub(crate) fn closest<'a>(unknown: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = 2.max(unknown.chars().count() / 3);
     candidates
+        .into_iter()
         .map(|name| (edit_distance(unknown, name), name))
         .filter(|&(distance, name)| {
             distance <= limit && distance < unknown.chars().count().max(name.chars().count())
         })
         .min_by_key(|&(distance, _)| distance)
-        .map(|(_, name)| name.to_owned())
+        .map(|(_, name)| name)
 }
 
 /// Levenshtein distance over characters.
