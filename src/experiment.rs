@@ -877,6 +877,22 @@ impl Experiment {
                 .map_err(|_| doc.error_at("experiment.seed", "--seed must fit 63 bits"))?;
             doc.set("experiment.seed", toml::Value::Integer(seed))?;
         }
+        // `memory = "hbm3-h100"` reads naturally (`dae-sim mem --memory` takes preset names) but
+        // a system's memory is a table; say how to name a preset rather than serde's "expected
+        // struct MemorySection".
+        if let Some(toml::Value::Array(systems)) = doc.get("system") {
+            for i in 0..systems.len() {
+                let key = format!("system[{i}].memory");
+                if let Some(toml::Value::String(name)) = doc.get(&key) {
+                    let hint = format!(
+                        "a system's memory is a table, not a preset name: write [system.memory] with \
+                         model = \"dram\" and [system.memory.dram] with include = \"memory/{name}.toml\" \
+                         (a path relative to this file; presets are in configs/memory/)"
+                    );
+                    return Err(doc.error_at(&key, hint));
+                }
+            }
+        }
         let file: ExperimentFile = doc.deserialize()?;
         if file.system.is_empty() {
             return Err(doc.error_at("system", "the experiment has no [[system]]"));

@@ -67,6 +67,25 @@ fn malformed_toml_names_file_line_and_column() {
 }
 
 #[test]
+fn a_memory_preset_name_in_a_system_says_how_to_name_one() {
+    // serde said "invalid type: string, expected struct MemorySection".
+    let (_dir, cfg) = edited_experiment(
+        "memory-name",
+        "cores = 4\naccess_unit",
+        "cores = 4\nmemory = \"hbm3-h100\"\naccess_unit",
+    );
+    let err = config_fails(&cfg);
+    says(
+        &err,
+        &[
+            "system[1].memory: a system's memory is a table, not a preset name",
+            "include = \"memory/hbm3-h100.toml\"",
+        ],
+    );
+    assert!(!err.contains("MemorySection"), "{err}");
+}
+
+#[test]
 fn unknown_key_is_named_with_a_suggestion() {
     let (_dir, cfg) = edited_experiment("unknown-key", "cores = 4\naccess_unit", "cors = 4\naccess_unit");
     let at = format!("{}:13:1: system[1].cors: unknown field `cors`", cfg.display());
