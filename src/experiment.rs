@@ -1086,7 +1086,7 @@ pub(crate) fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         time: r.sim_time,
         lookups: r.lookups,
         bytes: r.bytes,
-        latency: (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean())),
+        latency: latency_summary(h),
         verified: Some(r.verified),
         events: r.events,
         stats: Some(r.stats.to_json()),
@@ -1111,6 +1111,11 @@ pub const CDF_END: f64 = 2000.0;
 /// `x` to three significant digits, so the CDF's points read as 1.33x, 1.78x, ...
 fn three_digits(x: f64) -> f64 {
     format!("{x:.2e}").parse().unwrap_or(x)
+}
+
+/// [`Measured::latency`] of the lookup latencies `h`: p50, p99 and mean, none when it is empty.
+pub fn latency_summary(h: &Histogram<u64>) -> Option<(u64, u64, f64)> {
+    (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()))
 }
 
 /// The CDF of `h` (latencies in ps) in multiples of `unit_ps`: `(units, fraction of lookups at
@@ -1315,7 +1320,7 @@ pub(crate) fn run_gpu(
         time: r.time,
         lookups,
         bytes: r.activity.dram_bytes,
-        latency: (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean())),
+        latency: latency_summary(h),
         verified: None,
         events: r.events,
         stats: None,

@@ -7,6 +7,7 @@ use dae_sim::dump::{self, DumpOptions};
 use dae_sim::experiment::{self, Experiment, Overrides, Progress};
 use dae_sim::mem_frontend;
 use dae_sim::report;
+use dae_sim::trace_cmd::at_least_one;
 use mem_model::trace::{Pattern, TraceFormat};
 use sim_core::{ByteSize, SeedTree};
 use std::path::PathBuf;
@@ -110,7 +111,7 @@ enum Command {
         trace: Option<PathBuf>,
         /// stream: batches simulated at once (default: every host core); results do not
         /// depend on it.
-        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        #[arg(long, value_parser = at_least_one::<usize>())]
         threads: Option<usize>,
         /// stream: read, compile and compute the reference of every batch without simulating
         /// them (how a trace too long to simulate is checked).
@@ -128,7 +129,7 @@ struct SweepArgs {
     #[arg(long)]
     list: bool,
     /// Worker threads (default: every host core).
-    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<usize>())]
     threads: Option<usize>,
     /// Skip points whose results are already written.
     #[arg(long)]
@@ -167,7 +168,7 @@ struct RunArgs {
     #[arg(long, requires = "dump_outputs")]
     dump_inputs: bool,
     /// Pairs simulated at once (default: every host core); results do not depend on it.
-    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<usize>())]
     threads: Option<usize>,
 }
 
@@ -264,7 +265,7 @@ struct MemArgs {
     pattern: Option<PatternArg>,
     /// Generated requests [default: 100000; with --latency-curve, per point: enough for 1.25
     /// refresh intervals of simulated time at the point's rate].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<u64>())]
     requests: Option<u64>,
     /// Fraction of generated requests that are reads, 0 to 1 [default: 1].
     #[arg(long, value_name = "R")]
@@ -534,9 +535,7 @@ fn mem(args: &MemArgs) -> Result<()> {
         }
         let file = report::write_json(&args.out, "latency-curve.json", &value)
             .with_context(|| format!("writing latency-curve.json into {}", args.out.display()))?;
-        let figure = dae_sim::plot::bandwidth_latency::from_curve_json(&value, &file.display().to_string())
-            .map_err(|e| anyhow!("plotting: {e}"))?;
-        dae_sim::plot::bandwidth_latency::save(&figure, &args.out, "latency-curve")
+        dae_sim::plot::bandwidth_latency::curve_plot(&value, &file.display().to_string(), &args.out)
             .map_err(|e| anyhow!("plotting: {e}"))?;
         if !args.quiet {
             let requests = curve.requests();
@@ -835,8 +834,7 @@ fn plot(path: &std::path::Path) -> Result<()> {
     let dir = file.parent().unwrap_or(std::path::Path::new("."));
     let name = file.display().to_string();
     let written = if dae_sim::plot::bandwidth_latency::is_curve_json(&v) {
-        dae_sim::plot::bandwidth_latency::from_curve_json(&v, &name)
-            .and_then(|f| dae_sim::plot::bandwidth_latency::save(&f, dir, "latency-curve"))
+        dae_sim::plot::bandwidth_latency::curve_plot(&v, &name, dir)
     } else if v.get("points").is_some() {
         dae_sim::plot::sweep_plots(&v, &name, dir)
     } else {
@@ -855,24 +853,14 @@ fn plot(path: &std::path::Path) -> Result<()> {
 /// `--system` of `gpu-calibrate`: a file, or a preset of `configs/systems/` (here, else in the
 /// tree the binary was built from, as `mem --memory` finds its presets).
 fn gpu_preset(arg: &str) -> Result<PathBuf> {
-    let path = std::path::Path::new(arg);
-    if path.exists() || arg.contains('/') || arg.ends_with(".toml") {
-        return Ok(path.to_path_buf());
-    }
-    let file = shipped_config(&format!("systems/{arg}.toml"));
-    if file.is_file() {
-        return Ok(file);
-    }
-    let dir = shipped_config("systems");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| dae_sim::experiment::load_gpu_system(&e.path()).is_ok())
-        .filter_map(|e| e.path().file_stem().and_then(|n| n.to_str()).map(String::from))
-        .collect();
-    names.sort();
-    bail!("--system {arg}: no such file or GPU preset (presets in {}: {})", dir.display(), names.join(", "))
+    let gpu = |p: &std::path::Path| dae_sim::experiment::load_gpu_system(p).is_ok();
+    dae_sim::config::presets::resolve(arg, "systems", gpu).map_err(|e| {
+        anyhow!(
+            "--system {arg}: no such file or GPU preset (presets in {}: {})",
+            shipped_config("systems").display(),
+            e.available.join(", ")
+        )
+    })
 }
 
 fn gpu_calibrate(system: &str, scale: f64) -> Result<()> {

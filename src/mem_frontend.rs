@@ -195,51 +195,20 @@ struct SimpleFile {
     clock: Frequency,
 }
 
-/// Directories searched for `--memory NAME`: `configs/memory` under the working directory, then
-/// under the source tree the binary was built from.
-fn preset_dirs() -> Vec<PathBuf> {
-    let mut dirs = vec![PathBuf::from("configs/memory")];
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/memory");
-    if dirs[0].canonicalize().ok() != built.canonicalize().ok() {
-        dirs.push(built);
-    }
-    dirs
-}
-
 /// Resolves `--memory`: a path to a TOML file, or the name of a file in `configs/memory/`.
 pub fn resolve_memory(arg: &str) -> Result<PathBuf, MemRunError> {
-    let path = Path::new(arg);
-    if path.exists() || arg.contains('/') || arg.ends_with(".toml") {
-        return Ok(path.to_path_buf());
-    }
-    let mut names = Vec::new();
-    for dir in preset_dirs() {
-        let candidate = dir.join(format!("{arg}.toml"));
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for e in entries.flatten() {
-                let p = e.path();
-                // Only memories: the folder also holds tables that only other files include
-                // (energy figures), which have no organization.
-                let memory = || std::fs::read_to_string(&p).is_ok_and(|t| is_memory_preset(&t));
-                if p.extension().is_some_and(|x| x == "toml")
-                    && let Some(stem) = p.file_stem().and_then(|s| s.to_str())
-                    && memory()
-                {
-                    names.push(stem.to_owned());
-                }
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
-    let hint = crate::config::loader::closest(arg, names.iter().map(String::as_str))
-        .map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
-    let available =
-        if names.is_empty() { "(no presets found in configs/memory)".into() } else { names.join(", ") };
-    Err(MemRunError::UnknownPreset { name: arg.to_owned(), hint, available })
+    // Only memories: the folder also holds tables that only other files include (energy
+    // figures), which have no organization.
+    let memory = |p: &Path| std::fs::read_to_string(p).is_ok_and(|t| is_memory_preset(&t));
+    crate::config::presets::resolve(arg, "memory", memory).map_err(|e| MemRunError::UnknownPreset {
+        name: arg.to_owned(),
+        hint: e.hint,
+        available: if e.available.is_empty() {
+            "(no presets found in configs/memory)".into()
+        } else {
+            e.available.join(", ")
+        },
+    })
 }
 
 /// Whether a preset file's text describes a memory (a DRAM organization or a simple model).

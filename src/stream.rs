@@ -166,8 +166,7 @@ fn absorb_gpu(
     }
     if let (Some(h), Some(n)) = (hist.as_mut(), next_hist.as_ref()) {
         h.add(n).map_err(|e| format!("merging latencies: {e:?}"))?;
-        total.latency =
-            (!h.is_empty()).then(|| (h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.mean()));
+        total.latency = crate::experiment::latency_summary(h);
     }
     Ok(())
 }

@@ -35,7 +35,7 @@ const CURVE_SEED: u64 = 1;
 
 /// How a cached curve's bandwidth was measured; a cache without it (measured over the data
 /// buses' busy window, which a run's drain lowered) is measured again.
-const CURVE_METHOD: &str = "steady state: bytes answered from the first answer to the last send";
+const CURVE_METHOD: &str = "steady state: bytes read from the first answer to the last send";
 
 impl MemoryCurveSpec {
     /// Resolves `section` against the config at `config`: a path relative to the config's

@@ -231,7 +231,7 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 256)]
     pub batch: u64,
     /// Embedding: lookups drawn per bag (fewer with --dedup).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 20, value_parser = at_least_one::<u64>())]
     pub bag_size: u64,
     /// Embedding: batches, one after the other.
     #[arg(long, default_value_t = 1)]
@@ -271,7 +271,7 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 10)]
     pub relations: u64,
     /// KG: triples.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 10_000, value_parser = at_least_one::<u64>())]
     pub triples: u64,
 }
 
@@ -368,6 +368,13 @@ pub fn gen_cmd(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
         GenKind::Rmat => gen_rmat(a),
         GenKind::Kg => gen_kg(a),
     }
+}
+
+/// The parser of a command-line count that must be at least one (zero would run nothing, or
+/// write an empty trace).
+pub fn at_least_one<T: TryFrom<u64> + Clone + Send + Sync + 'static>()
+-> clap::builder::RangedU64ValueParser<T> {
+    clap::builder::RangedU64ValueParser::<T>::new().range(1..)
 }
 
 fn distribution(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {

@@ -1,6 +1,8 @@
-//! Experiment configuration: loading TOML with includes, and the schema it must follow.
+//! Experiment configuration: loading TOML with includes, the schema it must follow, and the
+//! presets named on the command line.
 
 pub mod loader;
+pub mod presets;
 pub mod schema;
 
 pub use loader::{ConfigError, Document, Location};

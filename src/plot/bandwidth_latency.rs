@@ -148,6 +148,12 @@ pub fn from_curve_json(v: &Value, file: &str) -> Result<BandwidthLatency, String
     })
 }
 
+/// Draws the `latency-curve` plot of `v`, a `latency-curve.json` (`file`, for errors), into
+/// `dir`: what `dae-sim mem --latency-curve` and `dae-sim plot` both write.
+pub fn curve_plot(v: &Value, file: &str, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, String> {
+    save(&from_curve_json(v, file)?, dir, "latency-curve")
+}
+
 /// Whether `v` is the content of a `latency-curve.json`.
 pub fn is_curve_json(v: &Value) -> bool {
     v.get("saturation").is_some() && v.get("pattern").is_some()
