@@ -645,7 +645,14 @@ pub fn table(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions, run: &
     row("traffic", describe_traffic(traffic, opts));
     row(
         "requests",
-        format!("{} ({} reads, {} writes, {} in flight max)", d.requests(), d.reads, d.writes, run.in_flight),
+        format!(
+            "{} ({} reads, {} writes; at most {} in flight, limit {})",
+            d.requests(),
+            d.reads,
+            d.writes,
+            d.peak_in_flight,
+            run.in_flight
+        ),
     );
     row("sim time", format!("{} (active {})", fmt_time(run.end_tick), fmt_time(d.active_time())));
     let peak = preset.peak_bytes_per_s / 1e9;
@@ -783,6 +790,7 @@ pub fn json(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions, run: &M
         Rate::PerNs(r) => json!(r),
     };
     traffic_json["max_in_flight"] = json!(run.in_flight);
+    traffic_json["peak_in_flight"] = json!(run.driver.peak_in_flight);
     let dram = run.dram.as_ref().map(|f| {
         let (min, max, mean) = balance(&f.channel_bursts);
         json!({
@@ -1114,6 +1122,21 @@ mod tests {
         assert_eq!(run_on("hbm3-h100", Pattern::Stream, 1000, Rate::Max, 1.0).1.steady_gb_per_s(), None);
         let writes = run_on("hbm3-6400", Pattern::Random, 50_000, Rate::Max, 0.0).1;
         assert!(writes.driver.steady_window().is_some() && writes.steady_gb_per_s().is_none());
+    }
+
+    #[test]
+    fn the_table_reports_the_requests_really_in_flight_beside_the_limit() {
+        // 10 reads, one per 50 ns, never have more than two in flight; the limit is in the
+        // thousands. The table once printed the limit alone, as "in flight max".
+        let preset = load_memory(&resolve_memory("hbm3-6400").unwrap()).unwrap();
+        let traffic = Traffic::Generated { pattern: Pattern::Random, requests: 10, read_ratio: 1.0 };
+        let opts = RunOptions { rate: Rate::PerNs(0.02), bytes: 64, in_flight: None, seed: 1 };
+        let r = run(&preset, &traffic, &opts).unwrap();
+        let peak = r.driver.peak_in_flight;
+        assert!((1..=2).contains(&peak) && r.in_flight > 1000, "{peak} of {}", r.in_flight);
+        let t = table(&preset, &traffic, &opts, &r);
+        let want = format!("at most {peak} in flight, limit {}", r.in_flight);
+        assert!(t.contains(&want), "{t}");
     }
 
     #[test]
