@@ -164,6 +164,12 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         }
         core.mispredict_penalty = p;
     }
+    if let Some(bits) = c.datapath_bits {
+        if bits == 0 || bits % 32 != 0 || bits > 2048 {
+            return Err(doc.error_at(&at("core.datapath_bits"), "must be a multiple of 32 up to 2048"));
+        }
+        core.datapath_bits = bits;
+    }
     if let Some(fu) = c.functional_units {
         for (v, key) in [
             (fu.alu, "alu"),
@@ -251,6 +257,16 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
             let spec =
                 DramSpec::from_preset(preset).map_err(|e| doc.error_at(&at("memory.dram"), e.to_string()))?;
             MemoryPlan::Dram(Arc::new(spec))
+        }
+    };
+    // The memory link in whole core cycles (at least one).
+    let memory_link_cycles = match m.link_latency {
+        None => 1,
+        Some(t) => {
+            let period = clock.frequency().period_ps_floor().max(1);
+            u32::try_from(t.ps().div_ceil(period).max(1)).ok().filter(|&c| c <= 1_000_000).ok_or_else(
+                || doc.error_at(&at("memory.link_latency"), "must be at most a million core cycles"),
+            )?
         }
     };
     let mut caches = CachePlan::default();
@@ -341,6 +357,8 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         attach,
         caches,
         memory,
+        memory_link_cycles,
+        launch_overhead: s.launch_overhead.map_or(0, |t| t.ps()),
         passes,
         partition: s.compiler.as_ref().map_or_else(Default::default, |cs| cs.partition),
         programs,
@@ -752,6 +770,18 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
         doc.error_at(&at(&format!("{section}.{field}")), why)
     };
     cfg.validate().map_err(|e| named("gpu", e))?;
+    if s.launch_overhead.is_some() {
+        return Err(doc.error_at(
+            &at("launch_overhead"),
+            "is for DAE and CPU systems; a GPU's launch is gpu.launch_overhead and gpu_sim.launch_latency",
+        ));
+    }
+    if s.memory.as_ref().is_some_and(|m| m.link_latency.is_some()) {
+        return Err(doc.error_at(
+            &at("memory.link_latency"),
+            "is for DAE and CPU systems; a GPU's memory path is gpu_sim.dram_link_cycles",
+        ));
+    }
     let sim = match &s.gpu_sim {
         None => None,
         Some(sim) => {

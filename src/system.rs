@@ -193,6 +193,11 @@ pub struct DaeSystem {
     pub caches: CachePlan,
     /// The memory.
     pub memory: MemoryPlan,
+    /// Core cycles each way between the last cache level and the memory (at least 1).
+    pub memory_link_cycles: u32,
+    /// Time to start an operation on the cores and join them at its end, ps (added to the
+    /// simulated time, during which the chip draws its static power).
+    pub launch_overhead: Tick,
     /// Energy and power figures (`None`: no power is reported).
     pub power: Option<crate::power::DaePower>,
 }
@@ -246,7 +251,7 @@ impl DaeSystem {
                 let activate = d.timing("nRCDRD").or_else(|| d.timing("nRCD")).unwrap_or(0);
                 d.cycles_to_ps(activate + d.read_latency())
             }
-        };
+        } + 2 * u64::from(self.memory_link_cycles.saturating_sub(1)) * period;
         let cycles = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         compiler::MemoryCosts {
             line_bytes: self.core.line_bytes,
@@ -275,7 +280,7 @@ impl DaeSystem {
 /// What one run measured.
 #[derive(Debug, Clone)]
 pub struct RunResult {
-    /// Simulated time until the last request was answered.
+    /// Simulated time until the last request was answered, plus the system's launch overhead.
     pub sim_time: Tick,
     /// Lookups performed.
     pub lookups: u64,
@@ -482,6 +487,12 @@ pub fn run(
     let line = sim_core::ByteSize::from_bytes(sys.core.line_bytes as u64);
     let mut wiring = Wiring::default();
     let mem = e.reserve();
+    // Whatever connects to the memory does so through the memory link.
+    let mem_cycles = u64::from(sys.memory_link_cycles.max(1));
+    let link_to = move |to: ComponentId| {
+        let cycles = if to == mem { mem_cycles } else { 1 };
+        move |name: String, capacity: u32| LinkSpec { name, clock, latency_cycles: cycles, capacity }
+    };
 
     // The shared side: the network and the LLC banks, each bank with its own memory port.
     let mut shared_entry = mem;
@@ -496,7 +507,7 @@ pub fn run(
         for b in 0..n {
             let bank = e.reserve();
             let name = format!("llc{b}");
-            let down = wiring.connect(&mut e, bank, mem, &name, link)?;
+            let down = wiring.connect(&mut e, bank, mem, &name, link_to(mem))?;
             noc_down.push(wiring.connect(&mut e, xbar, bank, &format!("noc.to_{name}"), link)?);
             caches.push((name, bank, down, llc.clone(), n));
         }
@@ -527,11 +538,11 @@ pub fn run(
             .collect();
         let ids: Vec<ComponentId> = levels.iter().map(|_| e.reserve()).collect();
         let first = ids.first().copied().unwrap_or(shared_entry);
-        let (req, resp) = wiring.connect(&mut e, core, first, &name, link)?;
+        let (req, resp) = wiring.connect(&mut e, core, first, &name, link_to(first))?;
         for (k, (level, cfg)) in levels.iter().enumerate() {
             let next = ids.get(k + 1).copied().unwrap_or(shared_entry);
             let cname = format!("{name}.{level}");
-            let down = wiring.connect(&mut e, ids[k], next, &cname, link)?;
+            let down = wiring.connect(&mut e, ids[k], next, &cname, link_to(next))?;
             caches.push((cname, ids[k], down, (*cfg).clone(), 1));
         }
         let mut queue = None;
@@ -544,7 +555,7 @@ pub fn run(
                 (AttachPoint::L2, Some(l2)) => l2,
                 _ => shared_entry,
             };
-            let (areq, aresp) = wiring.connect(&mut e, au, target, &au_name, link)?;
+            let (areq, aresp) = wiring.connect(&mut e, au, target, &au_name, link_to(target))?;
             let outq = e.connect(au, core, link(format!("{au_name}.outq"), spec.outq_entries))?;
             queue = Some(outq);
             // The output queue lives in the core's private L2 whatever serves the unit's reads.
@@ -703,7 +714,9 @@ pub fn run(
         }
     }
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
-    let activity = activity(&e, end_tick, &cores, &units, &caches, mem, sys);
+    // The operation's fork and join around the simulated work.
+    let op_time = end_tick.saturating_add(sys.launch_overhead);
+    let activity = activity(&e, op_time, &cores, &units, &caches, mem, sys);
     let (bytes, requests) = match e.component(mem) {
         Some(Node::Dram(d)) => {
             let c = d.counters();
@@ -715,7 +728,7 @@ pub fn run(
         ),
     };
     Ok(RunResult {
-        sim_time: end_tick,
+        sim_time: op_time,
         lookups,
         bytes,
         requests,

@@ -165,6 +165,8 @@ fn out_of_range_core_and_access_unit_sizes_are_named() {
                 "system[1].core.functional_units.alu",
                 "must be 1 to 64",
             ),
+            ("core = { datapath_bits = 100 }", "system[1].core.datapath_bits", "multiple of 32 up to 2048"),
+            ("memory = { link_latency = \"1ms\" }", "system[1].memory.link_latency", "at most a million"),
         ],
     );
     let (_dir, cfg) = edited_experiment(

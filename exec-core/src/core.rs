@@ -133,14 +133,22 @@ pub struct CoreConfig {
     pub fu: FuCounts,
     /// Cycles dispatch stays stopped after a mispredicted branch resolves.
     pub mispredict_penalty: u32,
+    /// Bits a vector pipe, load port or store port handles per micro-op (a multiple of 32). A
+    /// vector instruction or vector load/store wider than this is cracked into one micro-op
+    /// per `datapath_bits`, each taking an issue slot of its class: a 512-bit logical vector on
+    /// 128-bit pipes takes four.
+    pub datapath_bits: u32,
 }
 
 impl CoreConfig {
     /// A Neoverse-V2-class core (REFERENCE.md section 5, an assumption): dispatch 6 per cycle,
     /// 16 MSHRs, 64-byte lines, [`Latencies::neoverse_v2_like`]; ROB 320, load queue 128, store
-    /// queue 72 (REFERENCE.md section 5); [`FuCounts::neoverse_v2_like`]; retire 8 per cycle and a
-    /// 10-cycle misprediction penalty (assumptions: Arm does not publish either; 10 cycles is a
-    /// front end of about that many stages refilling), on `clock`.
+    /// queue 72 (REFERENCE.md section 5); [`FuCounts::neoverse_v2_like`] on a 128-bit datapath
+    /// (V2's FP/ASIMD pipes and load/store ports are 128 bits wide: Arm Neoverse V2 Software
+    /// Optimization Guide; NVIDIA's 7.1 TFLOP/s FP64 for 144 Grace cores at 3.1 GHz is 4 pipes x
+    /// 2 doubles x 2 flops a cycle); retire 8 per cycle and a 10-cycle misprediction penalty
+    /// (assumptions: Arm does not publish either; 10 cycles is a front end of about that many
+    /// stages refilling), on `clock`.
     pub const fn neoverse_v2_like(clock: Clock) -> Self {
         CoreConfig {
             clock,
@@ -154,6 +162,7 @@ impl CoreConfig {
             retire_width: 8,
             fu: FuCounts::neoverse_v2_like(),
             mispredict_penalty: 10,
+            datapath_bits: 128,
         }
     }
 
@@ -490,7 +499,7 @@ struct RobEntry {
     class: Class,
     latency: u32,
     mem: MemKind,
-    /// Gather elements (issue slots on the load ports); 1 otherwise.
+    /// Issue slots: micro-ops of a cracked vector instruction or load/store, gather elements; 1 otherwise.
     slots: u32,
     /// Its memory access (`NONE32` for none).
     access: u32,
@@ -701,6 +710,10 @@ pub struct Core<M> {
     /// The windows' values, window after window.
     outputs: Vec<f32>,
     lanes: usize,
+    /// Micro-ops of a whole-register vector instruction: `32 * lanes / datapath_bits`, rounded up.
+    vector_uops: u32,
+    /// Bytes a load or store port moves per micro-op.
+    datapath_bytes: u64,
 
     pc: usize,
     /// Values and dependence state, boxed to keep `Core` small inside component enums.
@@ -806,6 +819,16 @@ impl<M> Core<M> {
                 return Err(bad(format!("fu.{what} {v} is outside 1..=64")));
             }
         }
+        if cfg.datapath_bits == 0
+            || !cfg.datapath_bits.is_multiple_of(32)
+            || cfg.datapath_bits > 32 * crate::isa::MAX_LANES
+        {
+            return Err(bad(format!(
+                "datapath_bits {} is not a multiple of 32 in 32..={}",
+                cfg.datapath_bits,
+                32 * crate::isa::MAX_LANES
+            )));
+        }
         let l = cfg.latency;
         for (what, v) in [
             ("alu", l.alu),
@@ -909,6 +932,8 @@ impl<M> Core<M> {
             windows: vec![Window { base: output.base, end: output_end, first: 0 }],
             outputs,
             lanes,
+            vector_uops: (32 * lanes as u32).div_ceil(cfg.datapath_bits),
+            datapath_bytes: u64::from(cfg.datapath_bits / 8),
             pc: 0,
             rf: Box::new(RegFile {
                 regs: [0; NUM_REGS as usize],
@@ -1433,7 +1458,8 @@ struct Exec {
     next_pc: usize,
     /// The instruction's memory access (`NONE32` for none).
     access: u32,
-    /// Load-port issue slots it takes (gather elements).
+    /// Issue slots it takes: micro-ops of a vector instruction or vector load/store wider than
+    /// the datapath, elements of a gather; 1 otherwise.
     slots: u32,
     /// A predicted branch that was mispredicted.
     mispredicted: bool,
@@ -1443,6 +1469,12 @@ impl<M> Core<M>
 where
     M: Carries<MemRequest> + Carries<MemResponse> + Carries<QueueEntry>,
 {
+    /// Load or store port micro-ops that move `bytes`.
+    #[inline]
+    fn port_uops(&self, bytes: u64) -> u32 {
+        u32::try_from(bytes.div_ceil(self.datapath_bytes).max(1)).unwrap_or(u32::MAX)
+    }
+
     /// ROB index of sequence number `seq`.
     #[inline]
     fn at(&self, seq: u64) -> usize {
@@ -1800,7 +1832,14 @@ where
                 (mem == MemKind::Store).then_some(issue + 1)
             }
             MemKind::None if class == Class::None => Some(from),
-            _ => Some(self.calendar.reserve(class, from, floor) + u64::from(latency)),
+            _ => {
+                // A cracked instruction's result waits for its last micro-op.
+                let mut issue = from;
+                for _ in 0..slots.max(1) {
+                    issue = issue.max(self.calendar.reserve(class, from, floor));
+                }
+                Some(issue + u64::from(latency))
+            }
         }
     }
 
@@ -2177,7 +2216,9 @@ where
                 let addr = tryf!(self.address(base, offset));
                 tryf!(self.load_any(fmt, vd, addr, count));
                 x.access = self.new_access(false, lookup);
-                self.add_lines(x.access, addr, fmt.elem_bytes() * u64::from(count));
+                let bytes = fmt.elem_bytes() * u64::from(count);
+                x.slots = self.port_uops(bytes);
+                self.add_lines(x.access, addr, bytes);
                 self.count_load(lookup, ctx);
             }
             Op::VGather { vd, base, offset, index, scale, count, lookup } => {
@@ -2216,14 +2257,17 @@ where
             Op::VLoadQueue { fmt, vd, base, offset, count } => {
                 let addr = tryf!(self.address(base, offset));
                 tryf!(self.load_any(fmt, vd, addr, count));
+                x.slots = self.port_uops(fmt.elem_bytes() * u64::from(count));
                 self.counters.queue_loads += 1;
                 ctx.stats().inc(self.stats.queue_loads);
             }
             Op::VZero { vd } => {
+                x.slots = self.vector_uops;
                 let start = vd as usize * self.lanes;
                 self.vregs[start..start + self.lanes].fill(0.0);
             }
             Op::VBin { op, vd, va, vb } => {
+                x.slots = self.vector_uops;
                 let (d0, a0, b0) =
                     (vd as usize * self.lanes, va as usize * self.lanes, vb as usize * self.lanes);
                 for i in 0..self.lanes {
@@ -2236,6 +2280,7 @@ where
                 }
             }
             Op::VInt { op, vd, va, vb } => {
+                x.slots = self.vector_uops;
                 let (d0, a0, b0) =
                     (vd as usize * self.lanes, va as usize * self.lanes, vb as usize * self.lanes);
                 for i in 0..self.lanes {
@@ -2244,6 +2289,7 @@ where
                 }
             }
             Op::VBcast { vd, rs } => {
+                x.slots = self.vector_uops;
                 let start = vd as usize * self.lanes;
                 let v = f32::from_bits(self.rf.regs[rs as usize] as u32);
                 self.vregs[start..start + self.lanes].fill(v);
@@ -2254,6 +2300,7 @@ where
                 self.rf.regs[rd as usize] = i64::from(bits);
             }
             Op::VIota { vd } => {
+                x.slots = self.vector_uops;
                 let start = vd as usize * self.lanes;
                 for i in 0..self.lanes {
                     self.vregs[start + i] = f32::from_bits(i as u32);
@@ -2284,6 +2331,7 @@ where
                 let count = tryf!(self.count(count));
                 let addr = tryf!(self.address(base, offset));
                 let bytes = 4 * u64::from(count);
+                x.slots = self.port_uops(bytes);
                 let first = tryf!(self.check_store(addr, bytes, 4));
                 let src = vs as usize * self.lanes;
                 self.outputs[first..first + count as usize]

@@ -120,6 +120,61 @@ fn dispatch_width_and_units_bound_independent_instructions() {
 }
 
 #[test]
+fn vectors_wider_than_the_datapath_are_cracked_into_micro_ops() {
+    // 40 independent 16-lane (512-bit) vadds on 4 vector pipes (latency 2): a 512-bit datapath
+    // issues 4 a cycle, a 128-bit one (Neoverse V2) cracks each into 4 micro-ops, so 1 a cycle.
+    let n = 40u64;
+    let body: String = (0..n).map(|i| format!("    vadd v{}, v30, v31\n", i % 30)).collect();
+    let text = format!(".core lanes=16\n{body}    halt\n");
+    for (bits, cycles) in [(512u32, 9 + 2), (256, 19 + 2), (128, 39 + 2)] {
+        let mut setup = no_memory();
+        setup.cfg.issue_width = 8;
+        setup.cfg.retire_width = 16;
+        setup.cfg.fu.vector = 4;
+        setup.cfg.datapath_bits = bits;
+        let sys = run(setup, &text);
+        assert_eq!(finish_cycles(&sys), cycles, "{bits}-bit datapath");
+    }
+    // A lone vadd still takes its latency, its micro-ops issuing together.
+    let mut setup = no_memory();
+    setup.cfg.fu.vector = 4;
+    setup.cfg.datapath_bits = 128;
+    let sys = run(setup, ".core lanes=16\n    vadd v0, v1, v2\n    halt\n");
+    assert_eq!(finish_cycles(&sys), 2);
+}
+
+#[test]
+fn vector_loads_take_a_port_slot_per_datapath_width() {
+    // 48 loads of distinct 64 B rows on 3 load ports, with MSHRs for all: whole rows issue 3 a
+    // cycle (16 cycles), 128-bit micro-ops 3 a cycle (64 cycles); each answer comes a round
+    // trip after its load issues, so the run ends 48 cycles later on the narrow ports.
+    let mut m = MemoryImage::new();
+    m.add(Region {
+        name: "t".into(),
+        base: 0x1000,
+        size: 48 * 64,
+        backing: Backing::Procedural { seed: 1, table: 0, dim: 16 },
+    })
+    .unwrap();
+    let body: String = (0..48).map(|i| format!("    vld v{}, [r1 + {}], 16\n", i % 30, 64 * i)).collect();
+    let text = format!(".core lanes=16\n    li r1, 0x1000\n{body}    halt\n");
+    let mut finish = Vec::new();
+    for bits in [512u32, 128] {
+        let mut setup = Setup::new(m.clone(), OutputBuffer { base: 0, elems: 0 });
+        setup.cfg.issue_width = 8;
+        setup.cfg.retire_width = 16;
+        setup.cfg.max_outstanding = 64;
+        setup.cfg.fu.load = 3;
+        setup.cfg.datapath_bits = bits;
+        let sys = run(setup, &text);
+        let c = sys.core().counters();
+        assert_eq!((c.loads, c.mem_requests), (48, 48), "{bits}-bit");
+        finish.push(finish_cycles(&sys));
+    }
+    assert_eq!(finish[1] - finish[0], 64 - 16, "{finish:?}");
+}
+
+#[test]
 fn retire_width_bounds_retirement() {
     // 64 independent li behind a 10-cycle divide: all are done when the divide retires, then
     // retire `retire_width` a cycle.

@@ -164,6 +164,10 @@ pub struct SystemSection {
     pub noc: Option<mem_model::cache::CrossbarConfig>,
     /// The memory (DAE systems).
     pub memory: Option<MemorySection>,
+    /// DAE and CPU systems: time to start an operation on every core and join them at its end
+    /// (a fork/join barrier), added to each run's time (default none). A GPU's launch is
+    /// `gpu.launch_overhead` and `gpu_sim.launch_latency`.
+    pub launch_overhead: Option<TimeSpan>,
     /// The GPU (GPU systems).
     pub gpu: Option<gpu_model::GpuConfig>,
     /// A GPU's cycle-level model (`[gpu_sim]`); without it the GPU is estimated analytically.
@@ -286,6 +290,9 @@ pub struct CoreSection {
     pub mispredict_penalty: Option<u32>,
     /// Functional units per class (default: the preset's).
     pub functional_units: Option<exec_core::FuCounts>,
+    /// Bits a vector pipe or load/store port handles per micro-op; wider vector instructions
+    /// are cracked (default: the preset's 128).
+    pub datapath_bits: Option<u32>,
 }
 
 /// `access_unit = "none"` or an `[system.access_unit]` table.
@@ -387,6 +394,10 @@ pub struct MemorySection {
     pub bandwidth: Option<Bandwidth>,
     /// The DRAM preset ("dram"): usually `include = "../memory/hbm3-h100.toml"`.
     pub dram: Option<mem_model::dram::DramPreset>,
+    /// DAE and CPU systems: latency each way between the last cache level and the memory's
+    /// queues (the network to the memory controller, its front end and the PHY); default one
+    /// core cycle. GPU systems set `gpu_sim.dram_link_cycles` instead.
+    pub link_latency: Option<TimeSpan>,
 }
 
 /// Memory timing models.

@@ -105,6 +105,8 @@ pub fn core_config(issue_width: u32, max_outstanding: u32) -> CoreConfig {
         max_outstanding,
         line_bytes: 64,
         latency: Latencies { alu: 1, mul: 3, div: 10, vector: 2, queue_pop: 2, queue_load: 5 },
+        // A datapath as wide as the widest vector: nothing is cracked unless a test says so.
+        datapath_bits: 2048,
         ..CoreConfig::neoverse_v2_like(clock())
     }
 }

@@ -1,0 +1,85 @@
+//! The DAE and CPU systems' path to memory and their launch: `memory.link_latency` adds its
+//! time to every lookup that reaches the memory, twice (there and back), and `launch_overhead`
+//! adds its time to each run once; a GPU system refuses both (it has its own).
+
+#[allow(dead_code)] // this suite needs only some of the shared helpers
+mod common;
+
+use common::{configs, dae_sim, temp_dir};
+
+/// Runs two plain-CPU systems on the small embedding bag, the preset and one with `tweak`
+/// written into its `[[system]]`: each run's (lookup-latency p50, simulated time) in ps.
+fn preset_and(tweak: &str) -> [(u64, u64); 2] {
+    let dir = temp_dir("memory-path");
+    let dae = configs().join("systems/dae-hbm3.toml");
+    let wl = configs().join("workloads/emb-small.toml");
+    let text = format!(
+        "[experiment]\nname = \"path\"\nseed = 7\n\n\
+         [[system]]\nname = \"preset\"\ninclude = \"{dae}\"\ncores = 4\naccess_unit = \"none\"\n\n\
+         [[system]]\nname = \"tweaked\"\ninclude = \"{dae}\"\ncores = 4\naccess_unit = \"none\"\n{tweak}\n\n\
+         [[workload]]\ninclude = \"{wl}\"\n",
+        dae = dae.display(),
+        wl = wl.display(),
+    );
+    let cfg = dir.join("path.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let out = dir.join("out");
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let get = |name: &str| {
+        let r = runs.iter().find(|r| r["system"] == name).unwrap();
+        (r["lookup_latency_ps"]["p50"].as_u64().unwrap(), r["sim_time_ps"].as_u64().unwrap())
+    };
+    [get("preset"), get("tweaked")]
+}
+
+#[test]
+fn the_memory_link_adds_its_latency_there_and_back() {
+    // The preset's 12 ns is 37 cycles of 333 ps each way; "0.3ns" is the one-cycle minimum.
+    // A lookup that reaches the memory crosses the link twice: 2 x 36 cycles = 24 ns.
+    let [preset, near] = preset_and("memory.link_latency = \"0.3ns\"");
+    let saved = preset.0 as i64 - near.0 as i64;
+    assert!((23_000..=25_000).contains(&saved), "p50 {} vs {} ps", preset.0, near.0);
+    assert!(near.1 < preset.1, "{near:?} {preset:?}");
+}
+
+#[test]
+fn the_launch_overhead_adds_its_time_once() {
+    // The preset's fork and join (1 us) against none: the simulated work is the same.
+    let [preset, none] = preset_and("launch_overhead = \"0ns\"");
+    assert_eq!(preset.1 - none.1, 1_000_000, "{preset:?} {none:?}");
+    assert_eq!(preset.0, none.0);
+}
+
+#[test]
+fn a_gpu_refuses_the_dae_systems_memory_link_and_launch() {
+    let dir = temp_dir("memory-path-gpu");
+    let h100 = configs().join("systems/h100-sxm.toml");
+    let wl = configs().join("workloads/emb-small.toml");
+    for (tweak, hint) in [
+        ("memory.link_latency = \"10ns\"", "gpu_sim.dram_link_cycles"),
+        ("launch_overhead = \"1us\"", "gpu.launch_overhead"),
+    ] {
+        let text = format!(
+            "[experiment]\nname = \"g\"\n\n[[system]]\nname = \"h100\"\ninclude = \"{}\"\n{tweak}\n\n\
+             [[workload]]\ninclude = \"{}\"\n",
+            h100.display(),
+            wl.display()
+        );
+        let cfg = dir.join("gpu.toml");
+        std::fs::write(&cfg, text).unwrap();
+        let o = dae_sim(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            dir.join("o").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("gpu.toml:7") && err.contains(hint), "{err}");
+    }
+}
