@@ -43,6 +43,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
 
+/// Refresh commands a catch-up replays before booking them: the memory it holds stays bounded
+/// however long the channel slept.
+const CATCH_UP_BATCH: usize = 4096;
+
 /// A request the DRAM refused because it lies outside the capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DramFault {
@@ -408,7 +412,7 @@ where
                 return false;
             }
             if self.ctrls[i].is_idle() {
-                self.catch_up(i / self.pcs as usize, cycle);
+                self.catch_up(i / self.pcs as usize, cycle, ctx.stats());
                 self.absorb(ctx);
             }
             let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
@@ -479,8 +483,11 @@ where
 
     /// Books the commands the controllers just issued (in the order they issued them).
     fn absorb(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.absorb_into(ctx.stats());
+    }
+
+    fn absorb_into(&mut self, stats: &mut Stats) {
         let mut out = std::mem::take(&mut self.out);
-        let stats = ctx.stats();
         for is in out.issued.drain(..) {
             self.book(usize::from(is.ctrl), &is, stats);
         }
@@ -559,9 +566,13 @@ where
     /// it, and the channel's command buses must see them in that order (replayed later, they
     /// would all be pushed past the last command of a busy sibling, blocking their banks for
     /// microseconds).
-    fn catch_up(&mut self, ch: usize, cycle: u64) {
+    fn catch_up(&mut self, ch: usize, cycle: u64, stats: &mut Stats) {
         let sleepers = self.channel_ctrls(ch);
         loop {
+            // A long idle spell owes many refreshes: book them as they go, not all at the end.
+            if self.out.issued.len() >= CATCH_UP_BATCH {
+                self.absorb_into(stats);
+            }
             let mut best: Option<(usize, Owed)> = None;
             for j in sleepers.clone() {
                 if self.wake_at[j] != u64::MAX {
@@ -621,7 +632,7 @@ where
                     if self.pcs > 1 {
                         let ch = i / self.pcs as usize;
                         if self.sleepers_owe(ch, cycle) {
-                            self.catch_up(ch, cycle);
+                            self.catch_up(ch, cycle, ctx.stats());
                         }
                     }
                     let next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
