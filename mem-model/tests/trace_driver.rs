@@ -328,6 +328,23 @@ fn address_beyond_capacity_stops_the_driver_with_file_and_line() {
 }
 
 #[test]
+fn a_time_beyond_the_clock_stops_the_driver_with_file_and_line() {
+    // The largest cycle count saturated to the end of time and the run ended in a "deadlock"
+    // that named no file. Now the record is refused where it is; the one before it is served.
+    let text = "0x0 READ 0\n0x40 READ 18446744073709551615\n0x80 READ 1\n";
+    let src = Box::new(DramSim3Reader::new(text.as_bytes(), "t.trace"));
+    let r = run(src, config(4, Pacing::Timestamps), 16, None);
+    assert_eq!(r.recorder().seen.len(), 1);
+    let err = r.driver().error().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.starts_with("t.trace:2: the request is due at 18446744073709551615 cycles, beyond"), "{err}");
+    // A rate so low that the second request falls beyond the clock.
+    let src = Box::new(VecSource::new("v", TimeBase::Untimed, records(3)));
+    let r = run(src, config(4, Pacing::Rate { per_ns: 1e-30 }), 16, None);
+    assert_eq!(r.recorder().seen.len(), 1);
+    assert!(r.driver().error().is_some_and(|e| e.to_string().contains("at the injection rate")));
+}
+
+#[test]
 fn parse_error_mid_trace_stops_after_the_requests_before_it() {
     let text = "LD 0x0\nLD 0x40\nLX 0x80\nLD 0xc0\n";
     let src = Box::new(RamulatorReader::new(text.as_bytes(), "bad.trace"));

@@ -23,6 +23,10 @@ use sim_core::{
 };
 use std::marker::PhantomData;
 
+/// Send times at or past this tick are refused: the clock is 64-bit picoseconds and the memory
+/// needs room after the last send to answer it (half the range is about 106 days).
+const LAST_DUE: Tick = Tick::MAX / 2;
+
 /// When requests are sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pacing {
@@ -285,7 +289,7 @@ impl<M, S: TraceSource> TraceDriver<M, S> {
         self.next = None;
     }
 
-    /// The tick at which `rec`, the `index`-th request, may be sent.
+    /// The tick at which `rec`, the `index`-th request, may be sent (saturating).
     #[inline]
     fn due(&self, rec: &TraceRecord, index: u64) -> Tick {
         match self.cfg.pacing {
@@ -324,6 +328,16 @@ where
             }
             let index = self.report.requests();
             let due = self.due(&rec, index);
+            if due >= LAST_DUE {
+                let time = match (self.cfg.pacing, self.base) {
+                    (Pacing::Timestamps, TimeBase::MemoryCycles) => format!("{} cycles", rec.time),
+                    (Pacing::Timestamps, _) => format!("{} ps", rec.time),
+                    _ => format!("{} ps at the injection rate", self.period_ps * index as f64),
+                };
+                let at = Origin::new(self.source.name(), self.source.position());
+                self.fail(TraceError::TimeOverflow { at, index, time });
+                return;
+            }
             if due > now {
                 if !self.timer_armed {
                     self.timer_armed = true;

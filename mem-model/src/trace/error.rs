@@ -183,6 +183,19 @@ pub enum TraceError {
         /// The record count of the header.
         records: u64,
     },
+    /// A request's send time lies beyond what the simulated clock can reach.
+    #[error(
+        "{at}: the request is due at {time}, beyond the simulator's clock (64-bit picoseconds leave \
+         about 106 days)"
+    )]
+    TimeOverflow {
+        /// Where the record was found.
+        at: Origin,
+        /// The request's 0-based index.
+        index: u64,
+        /// Its time as the trace or the rate gives it ("18446744073709551615 cycles").
+        time: String,
+    },
     /// A request lies outside the memory.
     #[error(
         "{at}: address {addr:#x} (+{bytes} B) is outside the memory's capacity of {} ({capacity:#x} B)",
