@@ -596,6 +596,15 @@ pub fn criteo_cmd(a: &CriteoArgs) -> Result<CriteoSummary, TraceCmdError> {
     if a.rows == 0 || a.batch == 0 {
         return Err(usage("--rows and --batch must be at least 1"));
     }
+    // Creating the output truncates it: the click log must not be it.
+    if let (Ok(i), Ok(o)) = (a.input.canonicalize(), a.out.canonicalize())
+        && i == o
+    {
+        return Err(usage(format!(
+            "--out {} is the input file itself: writing the trace would erase the click log",
+            a.out.display()
+        )));
+    }
     let limit = a.records.unwrap_or(u64::MAX);
     let mut r = CriteoReader::open(&a.input)?;
     let mut records = 0u64;

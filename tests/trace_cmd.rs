@@ -393,6 +393,22 @@ fn criteo_records_become_rows_by_the_hashing_trick() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(want) && !err.contains("panicked"), "{want}: {err}");
     }
+    // `--out` naming the click log itself is refused before anything is written (it once
+    // truncated the log, then failed reading it a second time).
+    let before = std::fs::read(&input).unwrap();
+    let o = dae_sim(&[
+        "trace",
+        "criteo",
+        input.to_str().unwrap(),
+        "--out",
+        input.to_str().unwrap(),
+        "--rows",
+        "10",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is the input file itself"), "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
 }
 
 /// The committed Criteo slice: `trace info` counts 1,000 records x 26 tables of one lookup, and
