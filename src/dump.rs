@@ -69,7 +69,7 @@ pub enum DumpError {
 }
 
 /// Why `name` cannot be a single folder name, if it cannot.
-fn bad_name(name: &str) -> Option<&'static str> {
+pub(crate) fn bad_name(name: &str) -> Option<&'static str> {
     if name.is_empty() || name == "." || name == ".." {
         Some("the name is not a folder name")
     } else if name.contains(['/', '\\', '\0']) {

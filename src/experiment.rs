@@ -930,11 +930,20 @@ impl Experiment {
         if file.workload.is_empty() {
             return Err(doc.error_at("workload", "the experiment has no [[workload]]"));
         }
+        // The name is the default output folder (out/NAME): one folder, not a path.
+        if let Some(why) = crate::dump::bad_name(&file.experiment.name) {
+            return Err(doc.error_at("experiment.name", format!("{why}: it names the folder out/NAME")));
+        }
         let mut systems = Vec::new();
         let mut dense = HashMap::new();
         for (i, s) in file.system.iter().enumerate() {
             if systems.iter().any(|(n, _)| n == &s.name) {
                 return Err(doc.error_at(&format!("system[{i}].name"), "two systems have this name"));
+            }
+            if s.name.trim().is_empty() {
+                return Err(
+                    doc.error_at(&format!("system[{i}].name"), "must not be empty (reports name systems)")
+                );
             }
             let plan = match s.kind {
                 SystemKind::Dae => SystemPlan::Dae(Box::new(dae_system(&doc, i, s)?)),
@@ -959,6 +968,10 @@ impl Experiment {
             let w = &file.workload[i];
             if file.workload[..i].iter().any(|o| o.name == w.name) {
                 return Err(doc.error_at(&format!("workload[{i}].name"), "two workloads have this name"));
+            }
+            if w.name.trim().is_empty() {
+                return Err(doc
+                    .error_at(&format!("workload[{i}].name"), "must not be empty (reports name workloads)"));
             }
         }
         // Index traces and triples files are read and checked now, so a bad one fails before

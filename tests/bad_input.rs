@@ -148,6 +148,26 @@ fn each_edit_is_refused(tag: &str, anchor: &str, cases: &[(&str, &str, &str)]) {
     }
 }
 
+#[test]
+fn names_that_would_be_paths_or_blank_are_refused() {
+    // The experiment's name is its default output folder: "../x" once wrote outside out/, "/x"
+    // into any absolute folder and "" into out/ itself. Blank system and workload names left
+    // blank report columns.
+    for (from, to, key) in [
+        ("name = \"small\"", "name = \"../escaped\"", "experiment.name"),
+        ("name = \"small\"", "name = \"/tmp/abs\"", "experiment.name"),
+        ("name = \"small\"", "name = \"\"", "experiment.name"),
+        ("name = \"cpu\"", "name = \" \"", "system[1].name"),
+    ] {
+        let (_dir, cfg) = edited_experiment("names", from, to);
+        let err = config_fails(&cfg);
+        assert!(err.contains(key), "{to}: {err}");
+    }
+    let (_dir, cfg) = edited_experiment("names", "[report]", "name = \"\"\n[report]");
+    let err = config_fails(&cfg);
+    assert!(err.contains("workload[0].name") && err.contains("must not be empty"), "{err}");
+}
+
 /// The plain CPU system's table in the small experiment: edits after it apply to system[1].
 const CPU_SYSTEM: &str = "cores = 4\naccess_unit = \"none\"";
 
