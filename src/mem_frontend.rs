@@ -426,8 +426,11 @@ pub struct DramFigures {
 pub struct MemRun {
     /// The driver's counts and times.
     pub driver: DriverReport,
-    /// Read latency.
+    /// Read latency, from the send to the answer.
     pub read_latency: Latency,
+    /// Paced runs (a rate or the trace's timestamps): how long requests waited between their
+    /// due time and their send, for the in-flight limit or a full memory queue (all requests).
+    pub send_delay: Option<Latency>,
     /// DRAM figures (none for the simple model).
     pub dram: Option<DramFigures>,
     /// Tick of the last event that mattered (the last response).
@@ -592,6 +595,15 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
             max: report.read_latency_max,
         })
         .unwrap_or_default();
+    let paced = matches!(opts.rate, Rate::PerNs(_)) || (opts.rate == Rate::Auto && timed(traffic));
+    let send_delay =
+        stats.lookup_histogram("driver.issue_delay").filter(|h| paced && !h.is_empty()).map(|h| Latency {
+            count: h.len(),
+            mean: h.mean(),
+            p50: h.value_at_quantile(0.5),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        });
     let dram = match e.component(mem) {
         Some(Node::Dram(m)) => {
             if let Some(f) = m.fault() {
@@ -616,6 +628,7 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
     Ok(MemRun {
         driver: report,
         read_latency,
+        send_delay,
         dram,
         end_tick,
         events,
@@ -684,6 +697,17 @@ pub fn table(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions, run: &
         );
     } else {
         row("read latency", "n/a (no reads)".into());
+    }
+    if let Some(w) = &run.send_delay {
+        row(
+            "send delay",
+            format!(
+                "mean {}, p99 {}, max {} (due to sent: the in-flight limit or a full queue)",
+                ns(w.mean),
+                ns(w.p99 as f64),
+                ns(w.max as f64)
+            ),
+        );
     }
     match &run.dram {
         Some(f) => {
@@ -822,6 +846,7 @@ pub fn json(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions, run: &M
             "steady_gb_per_s": run.steady_gb_per_s(),
             "steady_percent_of_peak": run.steady_gb_per_s().map(|g| 100.0 * g * 1e9 / preset.peak_bytes_per_s),
             "read_latency_ns": latency_json(&run.read_latency),
+            "send_delay_ns": run.send_delay.as_ref().map(latency_json),
             "dram": dram,
             "events": run.events,
         },
@@ -994,20 +1019,32 @@ pub fn curve_table(preset: &MemoryPreset, curve: &Curve) -> String {
     let sat: Vec<String> =
         curve.saturation.iter().map(|(r, g)| format!("{:.0}% reads {g:.1} GB/s", r * 100.0)).collect();
     let _ = writeln!(t, "saturation (--rate max): {}", sat.join(", "));
-    let widths = [6, 7, 8, 9, 9, 8, 9, 9, 9];
+    let widths = [6, 7, 8, 9, 9, 8, 9, 9, 9, 9];
     for cells in [
-        ["reads", "load", "offered", "offered", "achieved", "of peak", "mean lat", "p50 lat", "p99 lat"],
-        ["", "of sat", "req/ns", "GB/s", "GB/s", "", "ns", "ns", "ns"],
+        [
+            "reads",
+            "load",
+            "offered",
+            "offered",
+            "achieved",
+            "of peak",
+            "mean lat",
+            "p50 lat",
+            "p99 lat",
+            "mean wait",
+        ],
+        ["", "of sat", "req/ns", "GB/s", "GB/s", "", "ns", "ns", "ns", "ns"],
     ] {
         let line: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:>w$}")).collect();
         let _ = writeln!(t, "{}", line.join(" "));
     }
-    let _ = writeln!(t, "{}", "-".repeat(84));
+    let _ = writeln!(t, "{}", "-".repeat(94));
     for p in &curve.points {
         let l = &p.run.read_latency;
+        let wait = p.run.send_delay.as_ref().map_or(0.0, |w| w.mean);
         let _ = writeln!(
             t,
-            "{:>5.0}% {:>6.0}% {:>8.3} {:>9.1} {:>9.1} {:>7.1}% {:>9.1} {:>9.1} {:>9.1}",
+            "{:>5.0}% {:>6.0}% {:>8.3} {:>9.1} {:>9.1} {:>7.1}% {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
             p.read_ratio * 100.0,
             p.load * 100.0,
             p.rate_per_ns,
@@ -1016,9 +1053,15 @@ pub fn curve_table(preset: &MemoryPreset, curve: &Curve) -> String {
             100.0 * p.run.achieved_gb_per_s() / peak,
             l.mean / 1e3,
             l.p50 as f64 / 1e3,
-            l.p99 as f64 / 1e3
+            l.p99 as f64 / 1e3,
+            wait / 1e3
         );
     }
+    let _ = writeln!(
+        t,
+        "(latency: from a request's send to its answer; wait: from when it was due to its send, \
+         which grows without bound past saturation)"
+    );
     t
 }
 
@@ -1044,6 +1087,7 @@ pub fn curve_json(preset: &MemoryPreset, opts: &CurveOptions, curve: &Curve) -> 
                 "percent_of_peak": 100.0 * p.run.achieved_gb_per_s() / peak,
                 "data_window_gb_per_s": p.run.gb_per_s(),
                 "read_latency_ns": latency_json(&p.run.read_latency),
+                "send_delay_ns": p.run.send_delay.as_ref().map(latency_json),
                 "requests": p.run.driver.requests(),
                 "sim_time_ps": p.run.end_tick,
             })
@@ -1148,6 +1192,25 @@ mod tests {
         let steady = r.steady_gb_per_s().unwrap();
         assert!((steady - offered).abs() < 0.01 * offered, "{steady} vs {offered}");
         assert!(r.gb_per_s() < 0.97 * offered, "{}", r.gb_per_s());
+        // Nothing waits to be sent at light load.
+        assert!(r.send_delay.is_some_and(|w| w.count == 7000 && w.p99 < 1000), "{:?}", r.send_delay);
+    }
+
+    #[test]
+    fn past_saturation_requests_wait_to_be_sent_and_the_table_says_so() {
+        // hbm3-6400 saturates near 4.6 random reads a ns: at 8.5 the queues stay full, the
+        // latency from the send stays bounded by them, and the wait before the send grows.
+        let preset = load_memory(&resolve_memory("hbm3-6400").unwrap()).unwrap();
+        let traffic = Traffic::Generated { pattern: Pattern::Random, requests: 40_000, read_ratio: 1.0 };
+        let opts = RunOptions { rate: Rate::PerNs(8.5), bytes: 64, in_flight: None, seed: 1 };
+        let r = run(&preset, &traffic, &opts).unwrap();
+        let wait = r.send_delay.unwrap();
+        assert!(wait.mean > r.read_latency.mean && wait.max > 500_000, "{wait:?} {:?}", r.read_latency);
+        assert!(table(&preset, &traffic, &opts, &r).contains("send delay"));
+        // As fast as accepted, there is no due time to wait from.
+        let max = RunOptions { rate: Rate::Max, ..opts };
+        let r = run(&preset, &traffic, &max).unwrap();
+        assert!(r.send_delay.is_none() && !table(&preset, &traffic, &max, &r).contains("send delay"));
     }
 
     #[test]
