@@ -1033,6 +1033,11 @@ impl Experiment {
             None => PathBuf::from("out").join(&file.experiment.name),
         });
         let max_sim_time = file.experiment.max_sim_time.map(|t| t.ps());
+        if max_sim_time == Some(0) {
+            return Err(
+                doc.error_at("experiment.max_sim_time", "must be above zero (every run would stop at once)")
+            );
+        }
         Ok(Self {
             path: path.to_path_buf(),
             file,

@@ -200,7 +200,7 @@ struct CompileArgs {
     opt_level: u8,
     /// Comma-separated passes to run instead of the level's (decouple, vectorize, bufferize,
     /// simplify-mem, align-queues).
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["opt_level", "core_only"])]
     passes: Option<String>,
     /// What to print: an IR level or a target program.
     #[arg(long, value_enum, default_value_t = Emit::All)]
@@ -255,7 +255,12 @@ struct MemArgs {
     #[arg(long, value_name = "FILE|NAME")]
     memory: String,
     /// Trace file to replay instead of generated traffic.
-    #[arg(long, value_name = "FILE", requires = "format", conflicts_with_all = ["pattern", "read_ratio", "latency_curve"])]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "format",
+        conflicts_with_all = ["pattern", "read_ratio", "latency_curve", "requests"]
+    )]
     trace: Option<PathBuf>,
     /// Format of --trace.
     #[arg(long, value_enum, requires = "trace")]
@@ -290,7 +295,7 @@ struct MemArgs {
     #[arg(long)]
     json: bool,
     /// Sweep the injection rate of random traffic at 100, 90, 80, 70, 60 and 50% reads.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["rate", "read_ratio", "pattern"])]
     latency_curve: bool,
     /// Injection rates per read ratio in --latency-curve (5% to 125% of the saturation
     /// bandwidth measured at --rate max).

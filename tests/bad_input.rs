@@ -163,6 +163,10 @@ fn names_that_would_be_paths_or_blank_are_refused() {
         let err = config_fails(&cfg);
         assert!(err.contains(key), "{to}: {err}");
     }
+    // A zero time limit stopped every run at once, each failing "still running after 0 ps".
+    let (_dir, cfg) = edited_experiment("names", "seed = 42", "seed = 42\nmax_sim_time = \"0ns\"");
+    let err = config_fails(&cfg);
+    assert!(err.contains("experiment.max_sim_time") && err.contains("above zero"), "{err}");
     let (_dir, cfg) = edited_experiment("names", "[report]", "name = \"\"\n[report]");
     let err = config_fails(&cfg);
     assert!(err.contains("workload[0].name") && err.contains("must not be empty"), "{err}");
@@ -445,6 +449,11 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             "compiler = { passes = [\"decouple\", \"unroll\"] }",
             "system[0].compiler.passes",
             "unknown pass `unroll`",
+        ),
+        (
+            "compiler = { passes = [\"decouple\", \"decouple\"] }",
+            "system[0].compiler.passes",
+            "pass `decouple` is listed twice",
         ),
         (
             "compiler = { partition = \"tablewise\" }",
@@ -1168,5 +1177,26 @@ fn bad_dictionaries_name_the_key_the_file_and_the_line() {
     ] {
         let err = run(&toml);
         assert!(err.contains(want), "{want}: {err}");
+    }
+}
+
+#[test]
+fn options_that_would_be_ignored_are_refused() {
+    // Each of these ran and silently dropped one of its options.
+    let trace = configs().join("../traces/example.dramsim3.trace");
+    let wl = configs().join("workloads/emb-small.toml");
+    let trace = trace.to_str().unwrap();
+    let wl = wl.to_str().unwrap();
+    for args in [
+        vec!["mem", "--memory", "hbm3-6400", "--trace", trace, "--format", "dramsim3", "--requests", "5"],
+        vec!["mem", "--memory", "hbm3-6400", "--latency-curve", "--rate", "5"],
+        vec!["mem", "--memory", "hbm3-6400", "--latency-curve", "--read-ratio", "0.5"],
+        vec!["compile", "--workload", wl, "-O", "2", "--passes", "decouple"],
+        vec!["compile", "--workload", wl, "--core-only", "--passes", "decouple"],
+    ] {
+        let o = common::dae_sim(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("cannot be used with"), "{args:?}: {err}");
     }
 }

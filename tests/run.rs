@@ -132,6 +132,10 @@ fn compile_prints_every_stage_and_each_level_alone() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("unknown pass `warp`"), "{err}");
+    // An empty name between commas is a slip, not "no pass".
+    let o = dae_sim(&["compile", "--workload", wl.to_str().unwrap(), "--passes", "decouple,,vectorize"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("an empty pass name"));
 }
 
 #[test]

@@ -113,14 +113,24 @@ impl Passes {
         Some(p)
     }
 
-    /// Parses a comma-separated list of pass names (an empty list enables none).
+    /// Parses a comma-separated list of pass names (an empty list enables none; a name twice
+    /// is an error, as a typo for another pass would be).
     pub fn parse(list: &str) -> Result<Passes, String> {
         let mut p = Passes(0);
-        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if list.trim().is_empty() {
+            return Ok(p);
+        }
+        for name in list.split(',').map(str::trim) {
+            if name.is_empty() {
+                return Err(format!("an empty pass name in `{list}`"));
+            }
             let pass = Pass::from_name(name).ok_or_else(|| {
                 let known: Vec<&str> = Pass::ALL.iter().map(|p| p.name()).collect();
                 format!("unknown pass `{name}` (known: {})", known.join(", "))
             })?;
+            if p.has(pass) {
+                return Err(format!("pass `{name}` is listed twice"));
+            }
             p = p.with(pass);
         }
         Ok(p)
