@@ -1206,8 +1206,9 @@ pub struct MlpProfile {
     pub above_100x: f64,
     /// Mean lookup latency in units.
     pub mean_units: f64,
-    /// Lookups in flight per core, averaged over the run (sum of latencies / run time / cores;
-    /// Little's law, exact for the run's average).
+    /// Timed row fetches ("lookups" of the latency histogram: one per lookup for embedding
+    /// bags, several for a knowledge-graph triple or a TT lookup) in flight per core, averaged
+    /// over the run (sum of latencies / run time / cores; Little's law, exact for the average).
     pub in_flight_per_core: f64,
     /// Memory bandwidth used over the run as a fraction of the memory's peak.
     pub hbm_utilization: f64,
