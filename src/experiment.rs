@@ -1028,6 +1028,7 @@ impl Experiment {
         {
             return Err(doc.error_at("report.baseline", format!("no system is named \"{b}\"")));
         }
+        warn_untiled_rows(&systems, &file.workload);
         let out_dir = overrides.out.clone().unwrap_or_else(|| match &file.experiment.output {
             Some(o) => PathBuf::from(o),
             None => PathBuf::from("out").join(&file.experiment.name),
@@ -1114,6 +1115,31 @@ pub struct Measured {
     pub analytic_time: Option<Tick>,
     /// End-to-end mode: the workload's dense layers on the system's dense units.
     pub dense_time: Option<Tick>,
+}
+
+/// Warns of rows the vectorizer cannot tile on a DAE chip's access units: no chunk between
+/// half the vector length and the whole tiles `dim` (17 on 16 lanes), so the unit streams the
+/// row element by element and no lookup is timed (its latency reads n/a). A run, not an error:
+/// the figures are what such code gives.
+fn warn_untiled_rows(systems: &[(String, SystemPlan)], workloads: &[WorkloadSpec]) {
+    for (name, plan) in systems {
+        let SystemPlan::Dae(sys) = plan else { continue };
+        if sys.access_unit.is_none() || !sys.passes.has(compiler::Pass::Vectorize) {
+            continue;
+        }
+        let lanes = i64::from(sys.vector_lanes);
+        for w in workloads.iter().filter(|w| w.op != compiler::workload::Op::TtEmbeddingBag) {
+            if compiler::passes::vectorize::tiling_chunk(i64::from(w.dim), lanes).is_none() {
+                crate::note!(
+                    "warning: {name} on {}: no chunk of {}..={lanes} lanes tiles its {}-element rows, so its \
+                     access units stream them element by element (slower, and no lookup latency is timed)",
+                    w.name,
+                    (lanes + 1) / 2,
+                    w.dim
+                );
+            }
+        }
+    }
 }
 
 /// Peak bandwidth of a DAE or CPU system's memory, in bytes per second.

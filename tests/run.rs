@@ -419,3 +419,28 @@ fn zero_counts_on_the_command_line_are_refused() {
         assert!(err.contains(&format!("invalid value '0' for '{option}")), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn rows_the_vectorizer_cannot_tile_are_warned_of() {
+    // 17 elements have no chunk of 8 to 16 lanes: the access units stream them element by
+    // element and no lookup is timed, which the table shows only as n/a latencies.
+    let dir = temp_dir("untiled");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let wl = common::configs().join("workloads/emb-small.toml");
+    let line = format!("include = \"{}\"\n", wl.display());
+    assert!(text.contains(&line));
+    for (dim, warned) in [(17, true), (16, false)] {
+        std::fs::write(&cfg, text.replace(&line, &format!("{line}dim = {dim}\n"))).unwrap();
+        let o = dae_sim(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            dir.join("o").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(err.contains("no chunk of 8..=16 lanes tiles its 17-element rows"), warned, "{err}");
+    }
+}
