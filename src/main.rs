@@ -153,8 +153,8 @@ struct RunArgs {
     /// Output directory (default: the config's `experiment.output`, else out/<name>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Master seed (overrides `experiment.seed`).
-    #[arg(long, value_name = "N")]
+    /// Master seed (overrides `experiment.seed`), 0 to 2^63 - 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
     seed: Option<u64>,
     /// Print only the table.
     #[arg(long)]

@@ -541,6 +541,11 @@ fn bad_bag_lengths_in_a_npy_trace_name_the_file_and_the_element() {
         let err = compile_fails(&wl);
         says(&err, &["trace.lengths", want]);
     }
+    // Offsets that start above 0 are named with their values (once Rust's `Some(1)`).
+    let offsets: [i64; 7] = [1, 2, 2, 5, 6, 10, 12];
+    dae_sim::npy::write(&dir.join("offsets.npy"), &[offsets.len()], &offsets).unwrap();
+    let wl = write_workload(&dir, "offs", "offsets = \"offsets.npy\"\nindices = \"indices.npy\"");
+    says(&compile_fails(&wl), &["offsets must run from 0 to the 12 row ids; they run from 1 to 12"]);
     let both = write_workload(&dir, "both", "lengths = \"l.npy\"\noffsets = \"o.npy\"\nindices = \"i.npy\"");
     says(&compile_fails(&both), &["trace", "give offsets or lengths, not both"]);
 }
@@ -1199,4 +1204,14 @@ fn options_that_would_be_ignored_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("cannot be used with"), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn a_seed_beyond_63_bits_is_refused_as_the_option_it_is() {
+    // It was refused as the config file's `experiment.seed`, at the file's line, with its value.
+    let cfg = common::configs().join("h100-vs-dae.toml");
+    let o = common::dae_sim(&["--config", cfg.to_str().unwrap(), "--seed", "18446744073709551615"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--seed") && err.contains("not in 0..=9223372036854775807"), "{err}");
 }

@@ -118,12 +118,13 @@ impl EmbeddingBagInstance {
         if offsets.first() != Some(&0) || offsets.last() != Some(&(indices.len() as i64)) {
             return Err(bad(
                 "trace.offsets",
-                format!(
-                    "offsets must run from 0 to the {} row ids; they run from {:?} to {:?}",
-                    indices.len(),
-                    offsets.first(),
-                    offsets.last()
-                ),
+                match (offsets.first(), offsets.last()) {
+                    (Some(first), Some(last)) => format!(
+                        "offsets must run from 0 to the {} row ids; they run from {first} to {last}",
+                        indices.len()
+                    ),
+                    _ => format!("offsets must run from 0 to the {} row ids; there are none", indices.len()),
+                },
             ));
         }
         if let Some(g) = offsets.windows(2).position(|w| w[1] < w[0]) {
