@@ -489,6 +489,7 @@ fn combine(dir: &Path, manifest: &Value) -> Result<bool, SweepError> {
     // nothing, and `dae-sim plot` can redraw it.
     if let Err(e) = crate::plot::sweep_plots(&all, &path.display().to_string(), dir) {
         let _ = report::write_file(dir, "sweep-plot-error.txt", format!("{e}\n"));
+        crate::note!("note: no sweep plot ({e}); the results and CSV are written");
     }
     Ok(true)
 }

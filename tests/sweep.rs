@@ -282,3 +282,17 @@ fn memory_curves_are_measured_once_and_drawn_with_the_operating_points() {
     assert_eq!(std::fs::metadata(&cache).unwrap().modified().unwrap(), before);
     assert_eq!(results(&out), serde_json::to_string_pretty(&all).unwrap() + "\n");
 }
+
+#[test]
+fn a_sweep_it_cannot_plot_says_so_and_keeps_its_results() {
+    // An axis of strings has no numeric x: the plot is skipped, which was said only in a file.
+    let dir = temp_dir("sweep-noplot");
+    let axes = "[[sweep.axis]]\nkey = \"system.dae.access_unit.storage\"\nvalues = [\"8KiB\", \"16KiB\"]\n";
+    let cfg = sweep_config(&dir, axes);
+    let out = dir.join("out");
+    let o = run(&cfg, &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no sweep plot") && err.contains("no numeric values"), "{err}");
+    assert!(out.join("sweep-results.json").exists() && out.join("sweep.csv").exists());
+    assert!(out.join("sweep-plot-error.txt").exists() && !out.join("sweep.png").exists());
+}
