@@ -574,14 +574,16 @@ struct Calendar {
 }
 
 impl Calendar {
-    /// The first cycle at or after `from` (and `floor`, the current cycle) with a free slot of
-    /// `class`, which it takes.
-    fn reserve(&mut self, class: Class, from: u64, floor: u64) -> u64 {
+    /// Takes `n` slots of `class` (the micro-ops of one instruction), each the first free one at
+    /// or after `from` (and `floor`, the current cycle), earliest first; returns the cycle of
+    /// the last.
+    fn reserve_n(&mut self, class: Class, from: u64, floor: u64, n: u32) -> u64 {
         let k = class as usize;
         if k >= CLASSES {
             return from.max(floor);
         }
         let limit = u64::from(self.limits[k]);
+        let mut left = u64::from(n.max(1));
         let mut c = from.max(floor);
         loop {
             if c >= floor.saturating_add(HORIZON as u64) {
@@ -591,8 +593,12 @@ impl Calendar {
             let w = self.words[i];
             let used = if w >> 8 == c { w & 0xff } else { 0 };
             if used < limit {
-                self.words[i] = (c << 8) | (used + 1);
-                return c;
+                let take = left.min(limit - used);
+                self.words[i] = (c << 8) | (used + take);
+                left -= take;
+                if left == 0 {
+                    return c;
+                }
             }
             c += 1;
         }
@@ -1823,23 +1829,14 @@ where
         };
         match mem {
             MemKind::Load | MemKind::Store => {
-                let mut issue = from;
-                for _ in 0..slots.max(1) {
-                    issue = issue.max(self.calendar.reserve(class, from, floor));
-                }
+                let issue = from.max(self.calendar.reserve_n(class, from, floor, slots));
                 self.to_issue.push(Reverse((issue, seq)));
                 // A store is done for retirement once it has issued; its write drains later.
                 (mem == MemKind::Store).then_some(issue + 1)
             }
             MemKind::None if class == Class::None => Some(from),
-            _ => {
-                // A cracked instruction's result waits for its last micro-op.
-                let mut issue = from;
-                for _ in 0..slots.max(1) {
-                    issue = issue.max(self.calendar.reserve(class, from, floor));
-                }
-                Some(issue + u64::from(latency))
-            }
+            // A cracked instruction's result waits for its last micro-op.
+            _ => Some(self.calendar.reserve_n(class, from, floor, slots) + u64::from(latency)),
         }
     }
 
