@@ -396,15 +396,9 @@ fn distribution(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
 /// --reuse) are held.
 fn draw_sections(
     a: &GenArgs,
+    dist: IndexDistribution,
     mut sink: impl FnMut(&[u64], &[u64]) -> Result<(), TraceCmdError>,
 ) -> Result<(), TraceCmdError> {
-    let dist = distribution(a)?;
-    if a.tables == 0 || a.rows == 0 || a.batch == 0 || a.batches == 0 {
-        return Err(usage("--tables, --rows, --batch and --batches must be at least 1"));
-    }
-    if !(0.0..=1.0).contains(&a.reuse) {
-        return Err(usage(format!("--reuse {}: must be between 0 and 1", a.reuse)));
-    }
     let seeds = SeedTree::new(a.seed);
     let mut gens: Vec<IndexGenerator> = (0..a.tables)
         .map(|t| IndexGenerator::new(dist, a.rows, seeds.stream(&format!("trace.table{t}"))))
@@ -446,7 +440,43 @@ fn draw_sections(
     Ok(())
 }
 
+/// The options of an embedding trace, checked before any file is created (a refused run
+/// leaves nothing behind): the distribution it gives, or why not. The row ids held at once
+/// must also fit this machine's memory: a section's (`batch x bag_size`) per table, which
+/// `--reuse` draws from, and for `.npy` every table's.
+fn check_gen(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
+    let dist = distribution(a)?;
+    if a.tables == 0 || a.rows == 0 || a.batch == 0 || a.batches == 0 {
+        return Err(usage("--tables, --rows, --batch and --batches must be at least 1"));
+    }
+    if !(0.0..=1.0).contains(&a.reuse) {
+        return Err(usage(format!("--reuse {}: must be between 0 and 1", a.reuse)));
+    }
+    let section = a.batch.checked_mul(a.bag_size);
+    let held = match a.format {
+        OutFormat::Daeidx => section.and_then(|n| n.checked_mul(u64::from(a.tables) + 1)),
+        OutFormat::Npy => section.and_then(|n| n.checked_mul(3 * u64::from(a.tables))),
+    };
+    let fits = held.and_then(|n| usize::try_from(n).ok()).is_some_and(|n| {
+        let mut v: Vec<u64> = Vec::new();
+        v.try_reserve_exact(n).is_ok()
+    });
+    if !fits {
+        return Err(usage(format!(
+            "--batch {} x --bag-size {} over {} tables: {} row ids held at once, more than this machine \
+             can allocate (a .daeidx trace holds one table's bags of a batch at a time: shrink \
+             --batch or --bag-size, and raise --batches)",
+            a.batch,
+            a.bag_size,
+            a.tables,
+            held.map_or_else(|| "over 2^64".to_string(), |n| n.to_string())
+        )));
+    }
+    Ok(dist)
+}
+
 fn gen_embedding(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
+    let dist = check_gen(a)?;
     match a.format {
         OutFormat::Daeidx => {
             let dtype = match a.id_type {
@@ -457,7 +487,7 @@ fn gen_embedding(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
             };
             let mut w =
                 TraceWriter::create(&a.out, Header::new(dtype, a.tables, a.batches, a.batch, a.rows))?;
-            draw_sections(a, |o, i| w.write_section(o, i).map_err(Into::into))?;
+            draw_sections(a, dist, |o, i| w.write_section(o, i).map_err(Into::into))?;
             w.finish()?;
             Ok(vec![a.out.clone()])
         }
@@ -469,7 +499,7 @@ fn gen_embedding(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
                 return Err(usage(format!("--rows {}: .npy row ids are int64", a.rows)));
             }
             let (mut offsets, mut indices) = (vec![0i64], Vec::new());
-            draw_sections(a, |o, i| {
+            draw_sections(a, dist, |o, i| {
                 let base = indices.len() as i64;
                 offsets.extend(o[1..].iter().map(|&x| base + x as i64));
                 indices.extend(i.iter().map(|&x| x as i64));

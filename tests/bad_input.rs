@@ -1061,10 +1061,16 @@ fn bad_trace_gen_options_name_the_option_and_the_value() {
         (vec!["--alpha", "3"], "--alpha 3: applies to --distribution zipf, not uniform"),
         (vec!["--format", "npy", "--batches", "2"], "holds one batch"),
         (vec!["--tables", "0"], "--tables, --rows, --batch and --batches must be at least 1"),
+        // Once an allocation failure (an abort, a backtrace) and an empty x.daeidx left behind.
+        (
+            vec!["--tables", "100000", "--batch", "100000", "--bag-size", "100000"],
+            "more than this machine can allocate",
+        ),
     ] {
         let mut all = vec!["trace", "gen", "--out", "x.daeidx"];
         all.extend(args);
         says(&fails(&dir, &all), &[want]);
+        assert!(!dir.join("x.daeidx").exists());
     }
 }
 
