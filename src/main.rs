@@ -373,19 +373,37 @@ fn run(args: &RunArgs) -> Result<bool> {
     // A failed print (a full disk) still writes the results; its error comes after.
     let printed = out!("{}", report::table(&exp, &outcomes));
     let results = report::json(&exp, &outcomes);
-    let path = report::write_json(&exp.out_dir, "results.json", &results)
-        .with_context(|| format!("writing results into {}", exp.out_dir.display()))?;
-    report::write_file(&exp.out_dir, "results.csv", report::csv(&exp, &outcomes))
-        .with_context(|| format!("writing results.csv into {}", exp.out_dir.display()))?;
-    // The plots read the figures just written, as `dae-sim plot` reads them back later.
+    // Each output is written whatever became of the others (a results.json that cannot be
+    // written still leaves the CSV and the plots); the first failure is the error.
+    let path = exp.out_dir.join("results.json");
+    let json = report::write_json(&exp.out_dir, "results.json", &results)
+        .with_context(|| format!("writing {}", path.display()));
+    let csv_path = exp.out_dir.join("results.csv");
+    let csv = report::write_file(&exp.out_dir, "results.csv", report::csv(&exp, &outcomes))
+        .with_context(|| format!("writing {}", csv_path.display()));
+    // The plots draw the figures of results.json, as `dae-sim plot` reads them back later.
     let plots = dae_sim::plot::experiment_plots(&results, &path.display().to_string(), &exp.out_dir)
-        .map_err(|e| anyhow!("plotting: {e}"))?;
+        .map_err(|e| anyhow!("plotting: {e}"));
     if !args.quiet {
-        let names: Vec<String> = ["results.csv".to_string()]
+        let written: Vec<String> = [json.as_ref().ok().map(|_| "results.json".to_string())]
             .into_iter()
-            .chain(plots.iter().filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())))
+            .chain([csv.as_ref().ok().map(|_| "results.csv".to_string())])
+            .flatten()
+            .chain(
+                plots
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
+            )
             .collect();
-        dae_sim::note!("results: {} (and {})", path.display(), names.join(", "));
+        if !written.is_empty() {
+            dae_sim::note!("results in {}: {}", exp.out_dir.display(), written.join(", "));
+        }
+    }
+    let mut unwritten = [json.err(), csv.err(), plots.err()].into_iter().flatten();
+    let first_unwritten = unwritten.next();
+    for failed in unwritten {
+        dae_sim::note!("error: {failed:#}");
     }
     printed?;
     // After results.json, so a dump that fails loses no results; its error comes last.
@@ -413,6 +431,9 @@ fn run(args: &RunArgs) -> Result<bool> {
         }
     }
     dumped.context("--dump-outputs")?;
+    if let Some(e) = first_unwritten {
+        return Err(e);
+    }
     Ok(ok)
 }
 

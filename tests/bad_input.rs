@@ -1221,3 +1221,18 @@ fn a_seed_beyond_63_bits_is_refused_as_the_option_it_is() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--seed") && err.contains("not in 0..=9223372036854775807"), "{err}");
 }
+
+#[test]
+fn an_output_that_cannot_be_written_leaves_the_others() {
+    // results.json a directory: the error names it, and the CSV and plots are still written
+    // (they were skipped, and the message named only the folder).
+    let dir = temp_dir("out-json-dir");
+    let cfg = small_experiment(&dir, "");
+    let out = dir.join("out");
+    std::fs::create_dir_all(out.join("results.json")).unwrap();
+    let o = common::dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains(&out.join("results.json").display().to_string()), "{err}");
+    assert!(out.join("results.csv").is_file() && out.join("speedup.svg").is_file(), "{err}");
+}
