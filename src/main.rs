@@ -42,7 +42,7 @@ Examples:
 
 /// Cycle-level simulator of Decoupled Access-Execute processors for embedding operations.
 #[derive(Parser, Debug)]
-#[command(name = "dae-sim", version, after_help = EXAMPLES)]
+#[command(name = "dae-sim", version, after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -103,9 +103,10 @@ enum Command {
         /// What to measure.
         #[arg(value_enum)]
         what: BenchTarget,
-        /// stream: lookups to run, generated batch by batch (rounded up to whole batches).
-        #[arg(long, default_value_t = 100_000_000)]
-        lookups: u64,
+        /// stream: lookups to run, generated batch by batch (rounded up to whole batches)
+        /// [default: 100000000].
+        #[arg(long, value_parser = at_least_one::<u64>())]
+        lookups: Option<u64>,
         /// stream: run this `.daeidx` trace (configs/bench-stream.toml's shape) instead.
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
@@ -933,7 +934,16 @@ fn main() -> ExitCode {
         Some(Command::Bench { what: BenchTarget::Stream, lookups, trace, threads, functional }) => {
             let threads =
                 threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            bench_stream(*lookups, trace.as_deref(), threads, *functional).map(|()| true)
+            bench_stream(lookups.unwrap_or(100_000_000), trace.as_deref(), threads, *functional)
+                .map(|()| true)
+        }
+        Some(Command::Bench { what, lookups, trace, threads, functional })
+            if lookups.is_some() || trace.is_some() || threads.is_some() || *functional =>
+        {
+            Err(anyhow!(
+                "--lookups, --trace, --threads and --functional are options of `bench stream`, not `bench {}`",
+                what.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string())
+            ))
         }
         Some(Command::Bench { what: BenchTarget::Engine, .. }) => bench_engine().map(|()| true),
         Some(Command::Mem(args)) => mem(args).map(|()| true),

@@ -316,8 +316,8 @@ pub struct InfoArgs {
     /// after), npy with --offsets]. A graph or triples file ending in .gz is decompressed.
     #[arg(long, value_enum)]
     pub kind: Option<InfoKind>,
-    /// A .npy offsets file (table-major CSR over tables x batch).
-    #[arg(long, value_name = "FILE", requires = "indices")]
+    /// A .npy offsets file (table-major CSR over tables x batch), instead of FILE.
+    #[arg(long, value_name = "FILE", requires = "indices", conflicts_with = "file")]
     pub offsets: Option<PathBuf>,
     /// The .npy row ids that go with --offsets.
     #[arg(long, value_name = "FILE", requires = "offsets")]
@@ -326,7 +326,7 @@ pub struct InfoArgs {
     #[arg(long, default_value_t = 1)]
     pub tables: u64,
     /// Values per row, for the working set [default: 64].
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one::<u32>())]
     pub dim: Option<u32>,
     /// Row type, for the working set [default: f32].
     #[arg(long, value_enum)]

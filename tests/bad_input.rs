@@ -358,6 +358,13 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
         ),
         (
             (
+                "op = \"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"\nbatch = 2\nbag_size = 4",
+                "op = \"kg_score\"\nrows = 100\ndim = 8\ndtype = \"f32\"\nbatch = 2\nrelations = 2\nmodel = \"distmult\"\npooling = \"max\"",
+            ),
+            "pooling: kg_score scores each candidate tail; it pools nothing",
+        ),
+        (
+            (
                 "\"embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"f32\"",
                 "\"tt_embedding_bag\"\ntables = 1\nrows = 100\ndim = 8\ndtype = \"bf16\"",
             ),
@@ -1204,12 +1211,17 @@ fn options_that_would_be_ignored_are_refused() {
         vec!["mem", "--memory", "hbm3-6400", "--latency-curve", "--read-ratio", "0.5"],
         vec!["compile", "--workload", wl, "-O", "2", "--passes", "decouple"],
         vec!["compile", "--workload", wl, "--core-only", "--passes", "decouple"],
+        vec!["--config", wl, "mem", "--memory", "hbm3-6400"],
+        vec!["trace", "info", trace, "--offsets", "o.npy", "--indices", "i.npy"],
     ] {
         let o = common::dae_sim(&args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("cannot be used with"), "{args:?}: {err}");
     }
+    let o = common::dae_sim(&["bench", "engine", "--lookups", "5"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("options of `bench stream`, not `bench engine`"));
+    assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]

@@ -549,6 +549,9 @@ impl WorkloadSpec {
                 }
             }
             Op::KgScore => {
+                if self.pooling != Pooling::Sum {
+                    return Err(bad("pooling", "kg_score scores each candidate tail; it pools nothing"));
+                }
                 if self.graph.is_some() || self.weights || self.tables > 1 || self.bag_size != 0 {
                     return Err(bad(
                         "op",
