@@ -65,6 +65,9 @@ pub struct Experiment {
     pub trace_files: HashMap<String, PathBuf>,
     /// Each system's dense units (systems with `[dense]`), by name.
     pub dense: HashMap<String, crate::dense::DenseUnits>,
+    /// Warnings about the experiment that do not stop it (rows the vectorizer cannot tile),
+    /// for the caller to print once.
+    pub warnings: Vec<String>,
 }
 
 /// Command-line settings that override the file.
@@ -263,10 +266,12 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
     let memory_link_cycles = match m.link_latency {
         None => 1,
         Some(t) => {
-            let period = clock.frequency().period_ps_floor().max(1);
-            u32::try_from(t.ps().div_ceil(period).max(1)).ok().filter(|&c| c <= 1_000_000).ok_or_else(
-                || doc.error_at(&at("memory.link_latency"), "must be at most a million core cycles"),
-            )?
+            // Exactly, rounded up: 12 ns at 3 GHz is 36 cycles (a whole-ps period would give 37).
+            let cycles =
+                (u128::from(t.ps()) * u128::from(clock.frequency().hz())).div_ceil(1_000_000_000_000);
+            u32::try_from(cycles.max(1)).ok().filter(|&c| c <= 1_000_000).ok_or_else(|| {
+                doc.error_at(&at("memory.link_latency"), "must be at most a million core cycles")
+            })?
         }
     };
     let mut caches = CachePlan::default();
@@ -336,6 +341,10 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
             })?;
         }
         if let Some(list) = &cs.passes {
+            // One name an element: an empty one, or "a,b" in one string, is a slip.
+            if let Some(bad) = list.iter().find(|n| n.trim().is_empty() || n.contains(',')) {
+                return Err(doc.error_at(&at("compiler.passes"), format!("\"{bad}\" is not one pass name")));
+            }
             passes = compiler::Passes::parse(&list.join(","))
                 .map_err(|e| doc.error_at(&at("compiler.passes"), e))?;
         }
@@ -1028,7 +1037,7 @@ impl Experiment {
         {
             return Err(doc.error_at("report.baseline", format!("no system is named \"{b}\"")));
         }
-        warn_untiled_rows(&systems, &file.workload);
+        let warnings = untiled_rows(&systems, &file.workload);
         let out_dir = overrides.out.clone().unwrap_or_else(|| match &file.experiment.output {
             Some(o) => PathBuf::from(o),
             None => PathBuf::from("out").join(&file.experiment.name),
@@ -1048,6 +1057,7 @@ impl Experiment {
             traces,
             trace_files,
             dense,
+            warnings,
         })
     }
 
@@ -1117,29 +1127,35 @@ pub struct Measured {
     pub dense_time: Option<Tick>,
 }
 
-/// Warns of rows the vectorizer cannot tile on a DAE chip's access units: no chunk between
-/// half the vector length and the whole tiles `dim` (17 on 16 lanes), so the unit streams the
-/// row element by element and no lookup is timed (its latency reads n/a). A run, not an error:
-/// the figures are what such code gives.
-fn warn_untiled_rows(systems: &[(String, SystemPlan)], workloads: &[WorkloadSpec]) {
+/// Rows the vectorizer cannot tile on a DAE chip's access units (compiled programs only): no
+/// chunk between half the vector length and the whole tiles `dim` (17 on 16 lanes), or a row
+/// of one element, so the unit streams the row element by element and no lookup is timed (its
+/// latency reads n/a). A warning each, not an error: the figures are what such code gives.
+fn untiled_rows(systems: &[(String, SystemPlan)], workloads: &[WorkloadSpec]) -> Vec<String> {
+    let mut warnings = Vec::new();
     for (name, plan) in systems {
         let SystemPlan::Dae(sys) = plan else { continue };
-        if sys.access_unit.is_none() || !sys.passes.has(compiler::Pass::Vectorize) {
+        if sys.access_unit.is_none() || sys.programs.is_some() || !sys.passes.has(compiler::Pass::Vectorize) {
             continue;
         }
         let lanes = i64::from(sys.vector_lanes);
         for w in workloads.iter().filter(|w| w.op != compiler::workload::Op::TtEmbeddingBag) {
-            if compiler::passes::vectorize::tiling_chunk(i64::from(w.dim), lanes).is_none() {
-                crate::note!(
-                    "warning: {name} on {}: no chunk of {}..={lanes} lanes tiles its {}-element rows, so its \
-                     access units stream them element by element (slower, and no lookup latency is timed)",
-                    w.name,
-                    (lanes + 1) / 2,
-                    w.dim
-                );
+            if compiler::passes::vectorize::tiling_chunk(i64::from(w.dim), lanes).is_some() {
+                continue;
             }
+            let why = if w.dim < 2 {
+                format!("its rows are {} element(s), too short for vectors", w.dim)
+            } else {
+                format!("no chunk of {}..={lanes} lanes tiles its {}-element rows", (lanes + 1) / 2, w.dim)
+            };
+            warnings.push(format!(
+                "{name} on {}: {why}, so its access units stream them element by element (slower, and \
+                 no lookup latency is timed)",
+                w.name
+            ));
         }
     }
+    warnings
 }
 
 /// Peak bandwidth of a DAE or CPU system's memory, in bytes per second.
@@ -1234,7 +1250,8 @@ pub struct MlpProfile {
     pub mean_units: f64,
     /// Timed row fetches ("lookups" of the latency histogram: one per lookup for embedding
     /// bags, several for a knowledge-graph triple or a TT lookup) in flight per core, averaged
-    /// over the run (sum of latencies / run time / cores; Little's law, exact for the average).
+    /// over the run (sum of latencies / run time / cores; Little's law, exact for the average;
+    /// the run's time includes the system's launch overhead, as the other averages do).
     pub in_flight_per_core: f64,
     /// Memory bandwidth used over the run as a fraction of the memory's peak.
     pub hbm_utilization: f64,

@@ -337,6 +337,9 @@ fn run(args: &RunArgs) -> Result<bool> {
     };
     let overrides = Overrides { seed: args.seed, out: args.out.clone() };
     let exp = Experiment::load(config, &overrides)?;
+    for w in &exp.warnings {
+        dae_sim::note!("warning: {w}");
+    }
     let dump = args.dump_outputs.clone().map(|dir| DumpOptions { dir, inputs: args.dump_inputs });
     if let Some(d) = &dump {
         dump::check(&exp, d).context("--dump-outputs")?;
@@ -401,10 +404,11 @@ fn run(args: &RunArgs) -> Result<bool> {
             dae_sim::note!("results in {}: {}", exp.out_dir.display(), written.join(", "));
         }
     }
-    let mut unwritten = [json.err(), csv.err(), plots.err()].into_iter().flatten();
-    let first_unwritten = unwritten.next();
-    for failed in unwritten {
+    // Said now, so that a failed print or dump below cannot hide them.
+    let mut unwritten = 0;
+    for failed in [json.err(), csv.err(), plots.err()].into_iter().flatten() {
         dae_sim::note!("error: {failed:#}");
+        unwritten += 1;
     }
     printed?;
     // After results.json, so a dump that fails loses no results; its error comes last.
@@ -432,8 +436,8 @@ fn run(args: &RunArgs) -> Result<bool> {
         }
     }
     dumped.context("--dump-outputs")?;
-    if let Some(e) = first_unwritten {
-        return Err(e);
+    if unwritten > 0 {
+        bail!("{unwritten} of the outputs in {} could not be written (above)", exp.out_dir.display());
     }
     Ok(ok)
 }

@@ -4,7 +4,8 @@
 //! under `configs/memory/`, or the fixed-latency [`SimpleMemory`] for a file that says
 //! `model = "simple"`. It reports achieved bandwidth (and its share of the preset's peak) over
 //! the data buses' busy window and over the steady state (first answer to last send), read
-//! latency at the requester, the DRAM's row-buffer outcomes, refreshes and per-channel balance.
+//! latency from each request's send to its answer, for paced runs the send delay (due time to
+//! send), the DRAM's row-buffer outcomes, refreshes and per-channel balance.
 //! The loaded-latency mode sweeps the injection rate of random traffic from light load to beyond
 //! saturation at several read ratios, the bandwidth-latency curves of Intel MLC or Ramulator's
 //! validation plots. Reports hold simulated figures only, so a run repeats byte for byte; host
@@ -392,7 +393,8 @@ impl RunOptions {
 /// Read latency summary in picoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Latency {
-    /// Reads measured.
+    /// Requests measured (reads for a read latency, all requests for the send delay). Times
+    /// are in ps.
     pub count: u64,
     /// Mean.
     pub mean: f64,
@@ -585,25 +587,13 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
     let read_latency = stats
         .lookup_histogram("driver.read_latency")
         .filter(|h| !h.is_empty())
-        .map(|h| Latency {
-            count: h.len(),
-            // Mean and max from the driver's exact figures; the quantiles are the histogram's
-            // (three significant digits). A quantile never above the true maximum.
-            mean: report.read_latency_sum as f64 / h.len().max(1) as f64,
-            p50: h.value_at_quantile(0.5).min(report.read_latency_max),
-            p99: h.value_at_quantile(0.99).min(report.read_latency_max),
-            max: report.read_latency_max,
-        })
+        .map(|h| exact_latency(h, report.read_latency_sum, report.read_latency_max))
         .unwrap_or_default();
-    let paced = matches!(opts.rate, Rate::PerNs(_)) || (opts.rate == Rate::Auto && timed(traffic));
-    let send_delay =
-        stats.lookup_histogram("driver.issue_delay").filter(|h| paced && !h.is_empty()).map(|h| Latency {
-            count: h.len(),
-            mean: h.mean(),
-            p50: h.value_at_quantile(0.5),
-            p99: h.value_at_quantile(0.99),
-            max: h.max(),
-        });
+    // The driver records send delays only when it paces its sends.
+    let send_delay = stats
+        .lookup_histogram("driver.issue_delay")
+        .filter(|h| !h.is_empty())
+        .map(|h| exact_latency(h, report.issue_delay_sum, report.issue_delay_max));
     let dram = match e.component(mem) {
         Some(Node::Dram(m)) => {
             if let Some(f) = m.fault() {
@@ -645,6 +635,19 @@ fn timed(traffic: &Traffic) -> bool {
 
 fn ns(ps: f64) -> String {
     format!("{:.1} ns", ps / 1e3)
+}
+
+/// A histogram's figures with the driver's exact sum and maximum: the mean and the max are
+/// exact, the quantiles the histogram's (three significant digits, clipped at its ceiling),
+/// never above the true maximum.
+fn exact_latency(h: &hdrhistogram::Histogram<u64>, sum: u64, max: u64) -> Latency {
+    Latency {
+        count: h.len(),
+        mean: sum as f64 / h.len().max(1) as f64,
+        p50: h.value_at_quantile(0.5).min(max),
+        p99: h.value_at_quantile(0.99).min(max),
+        max,
+    }
 }
 
 /// The table of one run.

@@ -227,7 +227,8 @@ impl DaeSystem {
     /// in core cycles: the private capacity a core's gathers reach (its L2, else its L1D; none
     /// for an access unit attached to the LLC), the LLC (all banks; its hit latency plus the
     /// network both ways, for a crossbar, or a mesh's base cycles), the memory's read latency
-    /// (a DRAM's row activation plus its read latency, or the simple model's latency), and the
+    /// (a DRAM's row activation plus its read latency, or the simple model's latency, plus the
+    /// memory link's cycles beyond one, both ways), and the
     /// lines in flight (the access unit's outstanding requests, else the L1D's MSHRs or the
     /// core's outstanding loads), and the access unit's lanes.
     pub fn memory_costs(&self) -> compiler::MemoryCosts {

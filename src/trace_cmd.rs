@@ -434,7 +434,9 @@ fn draw_sections(
                 offsets.push(ids.len() as u64);
             }
             sink(&offsets, &ids)?;
-            previous[t] = ids;
+            if a.reuse > 0.0 {
+                previous[t] = ids;
+            }
         }
     }
     Ok(())
@@ -452,10 +454,13 @@ fn check_gen(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
     if !(0.0..=1.0).contains(&a.reuse) {
         return Err(usage(format!("--reuse {}: must be between 0 and 1", a.reuse)));
     }
+    // A section being drawn, each table's previous one when --reuse draws from it, and for
+    // .npy every table's row ids, twice over while they are converted.
     let section = a.batch.checked_mul(a.bag_size);
+    let kept = if a.reuse > 0.0 { u64::from(a.tables) } else { 0 };
     let held = match a.format {
-        OutFormat::Daeidx => section.and_then(|n| n.checked_mul(u64::from(a.tables) + 1)),
-        OutFormat::Npy => section.and_then(|n| n.checked_mul(3 * u64::from(a.tables))),
+        OutFormat::Daeidx => section.and_then(|n| n.checked_mul(1 + kept)),
+        OutFormat::Npy => section.and_then(|n| n.checked_mul(1 + kept + 2 * u64::from(a.tables))),
     };
     let fits = held.and_then(|n| usize::try_from(n).ok()).is_some_and(|n| {
         let mut v: Vec<u64> = Vec::new();
@@ -464,12 +469,19 @@ fn check_gen(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
     if !fits {
         return Err(usage(format!(
             "--batch {} x --bag-size {} over {} tables: {} row ids held at once, more than this machine \
-             can allocate (a .daeidx trace holds one table's bags of a batch at a time: shrink \
-             --batch or --bag-size, and raise --batches)",
+             can allocate ({})",
             a.batch,
             a.bag_size,
             a.tables,
-            held.map_or_else(|| "over 2^64".to_string(), |n| n.to_string())
+            held.map_or_else(|| "over 2^64".to_string(), |n| n.to_string()),
+            match a.format {
+                OutFormat::Daeidx =>
+                    "a .daeidx trace is drawn one table's bags of a batch at a time: shrink \
+                                      --batch or --bag-size and raise --batches",
+                OutFormat::Npy =>
+                    "a .npy pair holds the whole batch: shrink --batch, --bag-size or --tables, \
+                                   or write a .daeidx trace",
+            }
         )));
     }
     Ok(dist)

@@ -462,6 +462,12 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
             "system[0].compiler.passes",
             "pass `decouple` is listed twice",
         ),
+        ("compiler = { passes = [\"\"] }", "system[0].compiler.passes", "\"\" is not one pass name"),
+        (
+            "compiler = { passes = [\"decouple,vectorize\"] }",
+            "system[0].compiler.passes",
+            "\"decouple,vectorize\" is not one pass name",
+        ),
         (
             "compiler = { partition = \"tablewise\" }",
             "system[0].compiler.partition",

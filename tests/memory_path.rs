@@ -38,7 +38,7 @@ fn preset_and(tweak: &str) -> [(u64, u64); 2] {
 
 #[test]
 fn the_memory_link_adds_its_latency_there_and_back() {
-    // The preset's 12 ns is 37 cycles of 333 ps each way; "0.3ns" is the one-cycle minimum.
+    // The preset's 12.33 ns is 37 core cycles each way; "0.3ns" is the one-cycle minimum.
     // A lookup that reaches the memory crosses the link twice: 2 x 36 cycles = 24 ns.
     let [preset, near] = preset_and("memory.link_latency = \"0.3ns\"");
     let saved = preset.0 as i64 - near.0 as i64;

@@ -15,7 +15,8 @@
 //! - Issue: an instruction issues at the first cycle, not before its dispatch cycle, at which
 //!   its sources are ready and a functional unit of its class has an issue slot (units are
 //!   pipelined; older instructions claim slots first). Its result is ready `latency` cycles
-//!   later. A load's result is ready at the first edge after its last line's response.
+//!   later. A vector instruction, vector load or store wider than `datapath_bits` is cracked
+//!   into one micro-op per `datapath_bits`, each taking a slot; its result waits for the last. A load's result is ready at the first edge after its last line's response.
 //! - Memory: an issued load or store is split into line requests (each distinct line once). A
 //!   read of a line already in flight merges into that request; any other line needs one of
 //!   `max_outstanding` miss slots (MSHRs) and room on the request link, taken in issue order,

@@ -11,7 +11,9 @@
 //! and a full ROB, load or store queue, or an empty output queue at `pop_control`, stops
 //! dispatch. An instruction issues once its sources are ready and a functional unit of its class
 //! (ALU, multiply/divide, vector/FP, load port, store port; pipelined, `fu` counts each) has a
-//! slot, oldest first; its result is ready after the class latency. Loads split into line
+//! slot, oldest first; its result is ready after the class latency. Vector instructions and
+//! vector loads and stores wider than the datapath (`datapath_bits`) take a slot per micro-op
+//! (a 512-bit vector on Neoverse V2's 128-bit pipes takes four) and finish with the last. Loads split into line
 //! requests that each hold one of `max_outstanding` L1D MSHRs until answered, and a read of a
 //! line already in flight merges into it, so memory-level parallelism is bounded by
 //! min(MSHRs, load queue, what fits in the ROB). Retirement is in order, `retire_width` a cycle.

@@ -310,6 +310,26 @@ fn rate_beyond_what_the_bound_allows_falls_behind_and_catches_up() {
 }
 
 #[test]
+fn send_delays_past_the_histograms_ceiling_are_summed_exactly() {
+    // One in flight to a memory answering in 1 ms, 30 requests due 0.1 ns apart: the last
+    // waits about 29 ms to be sent, beyond the issue-delay histogram's ceiling (2^34 ps, about
+    // 17 ms), where it saturates. The report's sum and max are exact.
+    let slow = SimpleMemoryConfig {
+        latency: TimeSpan::from_ns(1_000_000),
+        bandwidth: Bandwidth::from_bytes_per_second(1_000_000_000_000),
+    };
+    let src = Box::new(VecSource::new("v", TimeBase::Untimed, records(30)));
+    let r = run(src, config(1, Pacing::Rate { per_ns: 10.0 }), 16, Some(slow));
+    let rep = r.driver().report();
+    assert_eq!(rep.responses, 30);
+    assert!(rep.issue_delay_max > 28_000_000_000 && rep.issue_delay_max < 30_000_000_000, "{rep:?}");
+    let h = r.engine.stats().lookup_histogram("drv.issue_delay").unwrap();
+    assert!(h.max() < rep.issue_delay_max, "the histogram saturates: {}", h.max());
+    // Request k waits about k ms: the sum is about 435 ms.
+    assert!((430_000_000_000..440_000_000_000).contains(&rep.issue_delay_sum), "{}", rep.issue_delay_sum);
+}
+
+#[test]
 fn address_beyond_capacity_stops_the_driver_with_file_and_line() {
     let text = "LD 0x0\nST 0xfc0\nLD 0x1000\nLD 0x40\n";
     let src = Box::new(RamulatorReader::new(text.as_bytes(), "t.trace"));

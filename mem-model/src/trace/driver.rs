@@ -106,6 +106,11 @@ pub struct DriverReport {
     pub read_latency_sum: u64,
     /// See `read_latency_sum`.
     pub read_latency_max: u64,
+    /// Paced runs: sum and largest of the send delays (due time to send), ps, exact; the
+    /// histogram `issue_delay` saturates at its ceiling.
+    pub issue_delay_sum: u64,
+    /// See `issue_delay_sum`.
+    pub issue_delay_max: u64,
 }
 
 impl DriverReport {
@@ -381,6 +386,8 @@ where
             }
             if self.timed {
                 s.record(self.stats.issue_delay, now - due);
+                r.issue_delay_sum = r.issue_delay_sum.saturating_add(now - due);
+                r.issue_delay_max = r.issue_delay_max.max(now - due);
             }
         }
     }
