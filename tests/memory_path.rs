@@ -83,3 +83,24 @@ fn a_gpu_refuses_the_dae_systems_memory_link_and_launch() {
         assert!(err.contains("gpu.toml:7") && err.contains(hint), "{err}");
     }
 }
+
+#[test]
+fn the_memory_link_converts_to_whole_cycles_exactly() {
+    // At 3 GHz, 12 ns is 36 cycles (a 333 ps whole-ps period once made it 37); 12.33 ns, the
+    // preset's, is 37; anything shorter than a cycle is one.
+    let dir = temp_dir("memory-link-cycles");
+    let dae = configs().join("systems/dae-hbm3.toml");
+    for (latency, cycles) in [("12ns", 36u32), ("12.33ns", 37), ("0.1ns", 1), ("333ps", 1), ("334ps", 2)] {
+        let text = format!(
+            "[experiment]\nname = \"l\"\n[[system]]\nname = \"dae\"\ninclude = \"{}\"\ncores = 1\n\
+             memory.link_latency = \"{latency}\"\n[[workload]]\ninclude = \"{}\"\n",
+            dae.display(),
+            configs().join("workloads/emb-small.toml").display()
+        );
+        let cfg = dir.join("l.toml");
+        std::fs::write(&cfg, text).unwrap();
+        let exp = dae_sim::experiment::Experiment::load(&cfg, &Default::default()).unwrap();
+        let dae_sim::experiment::SystemPlan::Dae(sys) = &exp.systems[0].1 else { panic!("a DAE system") };
+        assert_eq!(sys.memory_link_cycles, cycles, "{latency}");
+    }
+}
