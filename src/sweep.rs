@@ -278,6 +278,13 @@ impl Sweep {
             })?;
             experiments.push(exp);
         }
+        // A warning once, however many points share it (each point names its own values).
+        let mut said = std::collections::HashSet::new();
+        for w in experiments.iter().flat_map(|e| &e.warnings) {
+            if said.insert(w) {
+                crate::note!("warning: {w}");
+            }
+        }
         let out_dir = match &overrides.out {
             Some(o) => o.clone(),
             None => experiments[0].out_dir.join("sweep"),

@@ -296,3 +296,17 @@ fn a_sweep_it_cannot_plot_says_so_and_keeps_its_results() {
     assert!(out.join("sweep-results.json").exists() && out.join("sweep.csv").exists());
     assert!(out.join("sweep-plot-error.txt").exists() && !out.join("sweep.png").exists());
 }
+
+#[test]
+fn a_points_warning_is_said_once() {
+    // Rows of 17 elements cannot be tiled on 16 lanes; 24 can (by 12). The warning came once
+    // per point loaded, and not at all from the main run's printing.
+    let dir = temp_dir("sweep-warn");
+    let axes = "[[sweep.axis]]\nkey = \"workload.emb-small.dim\"\nvalues = [17, 24]\n\
+                [[sweep.axis]]\nkey = \"system.dae.cores\"\nvalues = [1, 2]\n";
+    let cfg = sweep_config(&dir, axes);
+    let o = run(&cfg, &dir.join("out"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("tiles its 17-element rows").count(), 1, "{err}");
+    assert!(!err.contains("24-element"), "{err}");
+}
