@@ -358,3 +358,39 @@ fn sleeping_pseudo_channels_replay_their_refreshes_in_time() {
         assert!((a - b).abs() <= 1, "channel {ch}: {a} and {b} REFpb");
     }
 }
+
+#[test]
+fn a_long_sleep_skips_whole_refresh_periods_exactly() {
+    // Reads, then 300 us of sleep (about 75 refresh intervals), reads again, then 1 ms. With the
+    // command log on, every owed refresh is replayed one by one; without it, a channel that has
+    // only refreshed for two periods skips whole periods at once. Everything observable must
+    // be the same: every answer's tick, every command count, every statistic but the skips.
+    for name in ["hbm3-6400", "hbm3-h100", "hbm2", "ddr5-4800"] {
+        let s = spec(name);
+        let mut plan = Vec::new();
+        for (k, at) in [0u64, 300_000_000, 1_300_000_000].into_iter().enumerate() {
+            for i in 0..6u64 {
+                let o = s.organization();
+                let (pc, bg) = (i as u32 % o.pseudo_channels, i as u32 % o.bank_groups);
+                let a = addr(&s, pc, 0, bg, 0, 5 + i as u32, 0);
+                plan.push(read(10 * k as u64 + i, a, 64, at + 1_000 * i));
+            }
+        }
+        let replayed = run_plan(&s, plan.clone(), 16, true);
+        let skipped = run_plan(&s, plan, 16, false);
+        assert_eq!(replayed.answers, skipped.answers, "{name}");
+        assert_eq!(replayed.counters.refresh_periods_skipped, 0, "{name}: the log replays all");
+        assert!(
+            skipped.counters.refresh_periods_skipped > 50,
+            "{name}: {}",
+            skipped.counters.refresh_periods_skipped
+        );
+        let without_skips = |c: &mem_model::dram::DramCounters| mem_model::dram::DramCounters {
+            refresh_periods_skipped: 0,
+            ..c.clone()
+        };
+        assert_eq!(without_skips(&replayed.counters), without_skips(&skipped.counters), "{name}");
+        assert!(replayed.counters.refreshes() > 100, "{name}: {}", replayed.counters.refreshes());
+        assert_eq!(replayed.stats.to_json(), skipped.stats.to_json(), "{name}");
+    }
+}

@@ -168,6 +168,8 @@ pub struct Dram<M> {
     device: Device,
     ctrls: Vec<Controller>,
     wake_at: Vec<u64>,
+    /// Per channel, the cycle of its last command other than a refresh (see `catch_up`).
+    last_work: Vec<u64>,
     /// The minimum of `wake_at` (kept as it changes, so re-arming the timer is O(1)).
     min_wake: u64,
     /// (cycle, request) of read bursts whose data is on its way, in cycle order.
@@ -234,6 +236,7 @@ impl<M> Dram<M> {
             name: name.to_string(),
             ticker: Ticker::new(spec.clock(), spec.tck_ps_exact()),
             wake_at: vec![u64::MAX; ctrls.len()],
+            last_work: vec![0; o.channels as usize],
             min_wake: u64::MAX,
             ctrls,
             device,
@@ -502,6 +505,10 @@ where
 
     fn book(&mut self, i: usize, is: &Issued, stats: &mut Stats) {
         let cmd = is.cmd;
+        if !cmd.is_refresh() {
+            let ch = i / self.pcs as usize;
+            self.last_work[ch] = self.last_work[ch].max(is.cycle);
+        }
         self.counters.commands[cmd.index()] += 1;
         stats.inc(self.ids.commands[cmd.index()]);
         match cmd {
@@ -568,6 +575,8 @@ where
     /// microseconds).
     fn catch_up(&mut self, ch: usize, cycle: u64, stats: &mut Stats) {
         let sleepers = self.channel_ctrls(ch);
+        // The channel's last work must be booked before asking how long it has slept.
+        self.absorb_into(stats);
         loop {
             // A long idle spell owes many refreshes: book them as they go, not all at the end.
             if self.out.issued.len() >= CATCH_UP_BATCH {
@@ -585,6 +594,9 @@ where
                 }
             }
             let Some((j, o)) = best else { break };
+            if self.skip_idle_periods(ch, o.at, cycle, stats) {
+                continue;
+            }
             self.ctrls[j].replay(&mut self.device, o, &mut self.out);
         }
         for j in sleepers {
@@ -593,6 +605,41 @@ where
                 self.min_wake = self.min_wake.min(cycle + 1);
             }
         }
+    }
+
+    /// Skips whole refresh periods of a channel that only refreshes, when the replay has reached
+    /// `at` and must go on to `cycle`: every pseudo-channel asleep with its banks closed, at
+    /// least two periods past the channel's last other command (by then every refresh goes at
+    /// its due cycle, so one period repeats the one before it exactly, shifted), and at least
+    /// three periods still to replay (the last two are replayed as they come). The device's
+    /// timing slots and the refresh schedules move by the periods skipped and their refreshes
+    /// are counted, so everything after is as if each had been issued; the command log, which
+    /// would miss them, turns it off. Replaying is linear in idle time: a trace idle for
+    /// seconds would otherwise replay millions of refreshes per pseudo-channel.
+    fn skip_idle_periods(&mut self, ch: usize, at: u64, cycle: u64, stats: &mut Stats) -> bool {
+        let ctrls = self.channel_ctrls(ch);
+        let period = self.ctrls[ctrls.start].refresh.pattern_period();
+        if self.log.is_some()
+            || period == 0
+            || at < self.last_work[ch].saturating_add(2 * period)
+            || cycle < at.saturating_add(3 * period)
+            || ctrls.clone().any(|j| self.wake_at[j] != u64::MAX || self.ctrls[j].any_open())
+        {
+            return false;
+        }
+        let k = (cycle - at) / period - 2;
+        let by = k * period;
+        self.counters.refresh_periods_skipped += k;
+        self.device.shift(ch, by);
+        for j in ctrls {
+            self.ctrls[j].shift_refresh(by);
+            let (n, cmd) = self.ctrls[j].refresh.per_period();
+            let n = n * k;
+            self.counters.commands[cmd.index()] += n;
+            stats.add(self.ids.commands[cmd.index()], n);
+            stats.add(self.ids.refreshes, n);
+        }
+        true
     }
 
     /// Whether a sleeping controller of channel `ch` owes a refresh by `cycle`.

@@ -669,6 +669,16 @@ impl Controller {
         best
     }
 
+    /// Skips `by` cycles of a sleep spent refreshing (see [`crate::dram::refresh`]).
+    pub(crate) fn shift_refresh(&mut self, by: u64) {
+        self.refresh.shift(by);
+    }
+
+    /// Whether any bank is open.
+    pub(crate) fn any_open(&self) -> bool {
+        !self.open_banks.is_empty()
+    }
+
     /// Issues an owed refresh command found by [`Controller::owed`].
     pub(crate) fn replay(&mut self, dev: &mut Device, o: Owed, out: &mut RunOut) {
         self.issue_refresh(dev, o.unit, o.cmd, o.bank, o.at, out);

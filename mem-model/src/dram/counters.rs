@@ -49,6 +49,9 @@ pub struct DramCounters {
     pub write_drains: u64,
     /// Requests refused because they lie outside the capacity.
     pub faults: u64,
+    /// Refresh pattern periods that sleeping channels skipped instead of replaying them one
+    /// command at a time (their refreshes are in `commands`; see `Dram`'s catch-up).
+    pub refresh_periods_skipped: u64,
     /// Tick at which the first data burst (read or write) began on a data bus.
     pub first_data_tick: Option<Tick>,
     /// Tick at which the last data burst so far ended: with `first_data_tick`, the window over

@@ -278,6 +278,16 @@ impl Device {
 
     /// Records `cmd` issued at `cycle` on `path` of channel `ch`, opening `row` for ACT.
     /// The caller has checked legality.
+    /// Moves every timing slot of channel `ch` `by` cycles later: the channel as it would be had
+    /// everything it did happened `by` cycles later (slot 0, always zero, stays). Window
+    /// histories are left: the caller shifts only a channel whose last activation is older
+    /// than any window.
+    pub(crate) fn shift(&mut self, ch: usize, by: u64) {
+        for slot in self.channels[ch].ready.iter_mut().skip(1) {
+            *slot = slot.saturating_add(by);
+        }
+    }
+
     pub(crate) fn issue_at(&mut self, ch: usize, cmd: Command, path: &NodePath, row: u32, cycle: u64) {
         let scope = self.table.scope[cmd.index()];
         let state = &mut self.channels[ch];

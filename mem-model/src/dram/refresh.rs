@@ -16,7 +16,11 @@
 //! its channel issues a command (a request waking it, or a sibling pseudo-channel's run). The
 //! sleepers of a channel are replayed together in time order, since they share its command
 //! buses: a backlog replayed after a sibling's later commands would be pushed into the present.
-//! Refreshes of a channel that never receives another request are therefore not counted.
+//! Refreshes of a channel that never receives another request are therefore not counted. A
+//! channel that has only refreshed for two pattern periods repeats itself exactly, so the
+//! component skips whole periods of a long sleep at once (`Dram`'s catch-up): the schedules
+//! and the device's timing slots move on by the periods skipped and their refreshes are
+//! counted, which keeps a trace idle for seconds from replaying millions of commands.
 
 use crate::dram::command::{Command, Level};
 use crate::dram::spec::RefreshMode;
@@ -168,6 +172,35 @@ impl Refresh {
             }
             _ => (if any_open { Command::PreA } else { Command::RefAb }, unit.first_bank),
         }
+    }
+
+    /// Cycles after which the refresh pattern repeats (every unit due again, per-bank cursors
+    /// back where they were); 0 without refresh.
+    pub(crate) fn pattern_period(&self) -> u64 {
+        match (self.mode, self.units.first()) {
+            (RefreshMode::None, _) | (_, None) => 0,
+            (RefreshMode::PerBank, Some(u)) => self.interval * u64::from(u.count.max(1)),
+            _ => self.interval,
+        }
+    }
+
+    /// Refresh commands issued in one [`Refresh::pattern_period`], and their kind.
+    pub(crate) fn per_period(&self) -> (u64, Command) {
+        match (self.mode, self.units.first()) {
+            (RefreshMode::PerBank, Some(u)) => {
+                (self.units.len() as u64 * u64::from(u.count.max(1)), Command::RefPb)
+            }
+            _ => (self.units.len() as u64, Command::RefAb),
+        }
+    }
+
+    /// Moves the schedule `by` cycles later (whole pattern periods skipped while asleep).
+    pub(crate) fn shift(&mut self, by: u64) {
+        for u in &mut self.units {
+            u.due = u.due.saturating_add(by);
+            u.since = u.since.saturating_add(by);
+        }
+        self.settle();
     }
 
     /// Records that `cmd` was issued for unit `u`: a refresh settles it.
