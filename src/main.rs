@@ -89,7 +89,7 @@ enum Command {
         #[arg(long, value_name = "NAME|FILE", default_value = "h100-sxm")]
         system: String,
         /// Size of the microbenchmarks (1.0 = full; smaller is faster and noisier).
-        #[arg(long, value_name = "X", default_value_t = 1.0)]
+        #[arg(long, allow_negative_numbers = true, value_name = "X", default_value_t = 1.0)]
         scale: f64,
     },
     /// Generate synthetic traces, convert Criteo click logs and print a trace's figures
@@ -136,7 +136,7 @@ struct SweepArgs {
     #[arg(long)]
     resume: bool,
     /// Run only shard i of N (points whose index is i modulo N), e.g. 0/4.
-    #[arg(long, value_name = "i/N")]
+    #[arg(long, allow_hyphen_values = true, value_name = "i/N")]
     shard: Option<String>,
     /// Output directory (default: the experiment's, plus /sweep).
     #[arg(long, value_name = "DIR")]
@@ -155,7 +155,7 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Master seed (overrides `experiment.seed`), 0 to 2^63 - 1.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
     seed: Option<u64>,
     /// Print only the table.
     #[arg(long)]
@@ -194,7 +194,7 @@ struct CompileArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     au_lanes: u32,
     /// Seed of the workload's indices.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     seed: u64,
     /// Optimization level (Ember's emb-opt0..3).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
@@ -274,11 +274,11 @@ struct MemArgs {
     #[arg(long, value_name = "N", value_parser = at_least_one::<u64>())]
     requests: Option<u64>,
     /// Fraction of generated requests that are reads, 0 to 1 [default: 1].
-    #[arg(long, value_name = "R")]
+    #[arg(long, allow_negative_numbers = true, value_name = "R")]
     read_ratio: Option<f64>,
     /// Injection rate in requests per ns, or "max" (as fast as the memory accepts) [default: the
     /// trace's timestamps, else max].
-    #[arg(long, value_name = "X|max")]
+    #[arg(long, allow_negative_numbers = true, value_name = "X|max")]
     rate: Option<mem_frontend::Rate>,
     /// Bytes per request (generated requests, and trace records without a size).
     #[arg(long, value_name = "SIZE", default_value = "64B")]
@@ -287,7 +287,7 @@ struct MemArgs {
     #[arg(long, value_name = "N")]
     in_flight: Option<u32>,
     /// Master seed of the generators.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Output directory for mem-results.json or latency-curve.json.
     #[arg(long, value_name = "DIR", default_value = "out/mem")]

@@ -1254,3 +1254,21 @@ fn an_output_that_cannot_be_written_leaves_the_others() {
     assert!(err.contains(&out.join("results.json").display().to_string()), "{err}");
     assert!(out.join("results.csv").is_file() && out.join("speedup.svg").is_file(), "{err}");
 }
+
+#[test]
+fn negative_numbers_get_the_options_own_message() {
+    // clap took "-0.1" for an unknown flag ("unexpected argument '-0' found").
+    let cfg = common::configs().join("sweep-mlp.toml");
+    let cfg = cfg.to_str().unwrap();
+    for (args, want) in [
+        (vec!["mem", "--memory", "hbm3-6400", "--read-ratio", "-0.1"], "-0.1 is not between 0 and 1"),
+        (vec!["mem", "--memory", "hbm3-6400", "--rate", "-1"], "invalid rate \"-1\""),
+        (vec!["gpu-calibrate", "--scale", "-1"], "--scale -1: must be in (0, 100]"),
+        (vec!["sweep", "--config", cfg, "--shard", "-1/2"], "--shard -1/2: must be i/N"),
+    ] {
+        let o = common::dae_sim(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want) && !err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+}
