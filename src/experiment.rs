@@ -116,8 +116,12 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         .ok()
         .filter(|l| l.is_power_of_two() && (16..=4096).contains(l))
         .ok_or_else(|| doc.error_at(&at("core.line"), "must be a power of two from 16B to 4KiB"))?;
-    if c.vector_bits == 0 || c.vector_bits % 32 != 0 || c.vector_bits > 2048 {
-        return Err(doc.error_at(&at("core.vector_bits"), "must be a multiple of 32 up to 2048"));
+    // Vector registers and the datapath: whole 32-bit lanes, at most the ISA's.
+    let max_bits = 32 * exec_core::isa::MAX_LANES;
+    let bits_ok = |bits: u32| bits != 0 && bits.is_multiple_of(32) && bits <= max_bits;
+    let bits_err = |key: &str| doc.error_at(&at(key), format!("must be a multiple of 32 up to {max_bits}"));
+    if !bits_ok(c.vector_bits) {
+        return Err(bits_err("core.vector_bits"));
     }
     // The bounds of `exec_core::Core::new`, checked here to name the file and key.
     for (v, key, max) in
@@ -168,8 +172,8 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         core.mispredict_penalty = p;
     }
     if let Some(bits) = c.datapath_bits {
-        if bits == 0 || bits % 32 != 0 || bits > 2048 {
-            return Err(doc.error_at(&at("core.datapath_bits"), "must be a multiple of 32 up to 2048"));
+        if !bits_ok(bits) {
+            return Err(bits_err("core.datapath_bits"));
         }
         core.datapath_bits = bits;
     }
@@ -779,17 +783,22 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
         doc.error_at(&at(&format!("{section}.{field}")), why)
     };
     cfg.validate().map_err(|e| named("gpu", e))?;
-    if s.launch_overhead.is_some() {
-        return Err(doc.error_at(
-            &at("launch_overhead"),
-            "is for DAE and CPU systems; a GPU's launch is gpu.launch_overhead and gpu_sim.launch_latency",
-        ));
-    }
-    if s.memory.as_ref().is_some_and(|m| m.link_latency.is_some()) {
-        return Err(doc.error_at(
-            &at("memory.link_latency"),
-            "is for DAE and CPU systems; a GPU's memory path is gpu_sim.dram_link_cycles",
-        ));
+    // The DAE and CPU systems' launch and memory link: a GPU preset has its own.
+    for (set, key, instead) in [
+        (
+            s.launch_overhead.is_some(),
+            "launch_overhead",
+            "launch is gpu.launch_overhead and gpu_sim.launch_latency",
+        ),
+        (
+            s.memory.as_ref().is_some_and(|m| m.link_latency.is_some()),
+            "memory.link_latency",
+            "memory path is gpu_sim.dram_link_cycles",
+        ),
+    ] {
+        if set {
+            return Err(doc.error_at(&at(key), format!("is for DAE and CPU systems; a GPU's {instead}")));
+        }
     }
     let sim = match &s.gpu_sim {
         None => None,

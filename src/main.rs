@@ -378,7 +378,7 @@ fn run(args: &RunArgs) -> Result<bool> {
     let printed = out!("{}", report::table(&exp, &outcomes));
     let results = report::json(&exp, &outcomes);
     // Each output is written whatever became of the others (a results.json that cannot be
-    // written still leaves the CSV and the plots); the first failure is the error.
+    // written still leaves the CSV and the plots); each failure is said, and the run fails.
     let path = exp.out_dir.join("results.json");
     let json = report::write_json(&exp.out_dir, "results.json", &results)
         .with_context(|| format!("writing {}", path.display()));
@@ -389,16 +389,8 @@ fn run(args: &RunArgs) -> Result<bool> {
     let plots = dae_sim::plot::experiment_plots(&results, &path.display().to_string(), &exp.out_dir)
         .map_err(|e| anyhow!("plotting: {e}"));
     if !args.quiet {
-        let written: Vec<String> = [json.as_ref().ok().map(|_| "results.json".to_string())]
-            .into_iter()
-            .chain([csv.as_ref().ok().map(|_| "results.csv".to_string())])
-            .flatten()
-            .chain(
-                plots
-                    .iter()
-                    .flatten()
-                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
-            )
+        let written: Vec<String> = (json.iter().chain(csv.iter()).chain(plots.iter().flatten()))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect();
         if !written.is_empty() {
             dae_sim::note!("results in {}: {}", exp.out_dir.display(), written.join(", "));

@@ -1143,10 +1143,23 @@ mod tests {
 
     /// `requests` reads and writes of 64 B on the shipped preset `name`.
     fn run_on(name: &str, pattern: Pattern, requests: u64, rate: Rate, read_ratio: f64) -> (f64, MemRun) {
+        let (preset, _, _, run) = measured(name, pattern, requests, rate, read_ratio);
+        (preset.peak_bytes_per_s / 1e9, run)
+    }
+
+    /// The same, with what a table needs: the preset, the traffic and the options.
+    fn measured(
+        name: &str,
+        pattern: Pattern,
+        requests: u64,
+        rate: Rate,
+        read_ratio: f64,
+    ) -> (MemoryPreset, Traffic, RunOptions, MemRun) {
         let preset = load_memory(&resolve_memory(name).unwrap()).unwrap();
         let traffic = Traffic::Generated { pattern, requests, read_ratio };
-        let run = run(&preset, &traffic, &RunOptions { rate, bytes: 64, in_flight: None, seed: 1 }).unwrap();
-        (preset.peak_bytes_per_s / 1e9, run)
+        let opts = RunOptions { rate, bytes: 64, in_flight: None, seed: 1 };
+        let run = run(&preset, &traffic, &opts).unwrap();
+        (preset, traffic, opts, run)
     }
 
     #[test]
@@ -1175,10 +1188,7 @@ mod tests {
     fn the_table_reports_the_requests_really_in_flight_beside_the_limit() {
         // 10 reads, one per 50 ns, never have more than two in flight; the limit is in the
         // thousands. The table once printed the limit alone, as "in flight max".
-        let preset = load_memory(&resolve_memory("hbm3-6400").unwrap()).unwrap();
-        let traffic = Traffic::Generated { pattern: Pattern::Random, requests: 10, read_ratio: 1.0 };
-        let opts = RunOptions { rate: Rate::PerNs(0.02), bytes: 64, in_flight: None, seed: 1 };
-        let r = run(&preset, &traffic, &opts).unwrap();
+        let (preset, traffic, opts, r) = measured("hbm3-6400", Pattern::Random, 10, Rate::PerNs(0.02), 1.0);
         let peak = r.driver.peak_in_flight;
         assert!((1..=2).contains(&peak) && r.in_flight > 1000, "{peak} of {}", r.in_flight);
         let t = table(&preset, &traffic, &opts, &r);
@@ -1203,10 +1213,8 @@ mod tests {
     fn past_saturation_requests_wait_to_be_sent_and_the_table_says_so() {
         // hbm3-6400 saturates near 4.6 random reads a ns: at 8.5 the queues stay full, the
         // latency from the send stays bounded by them, and the wait before the send grows.
-        let preset = load_memory(&resolve_memory("hbm3-6400").unwrap()).unwrap();
-        let traffic = Traffic::Generated { pattern: Pattern::Random, requests: 40_000, read_ratio: 1.0 };
-        let opts = RunOptions { rate: Rate::PerNs(8.5), bytes: 64, in_flight: None, seed: 1 };
-        let r = run(&preset, &traffic, &opts).unwrap();
+        let (preset, traffic, opts, r) =
+            measured("hbm3-6400", Pattern::Random, 40_000, Rate::PerNs(8.5), 1.0);
         let wait = r.send_delay.unwrap();
         assert!(wait.mean > r.read_latency.mean && wait.max > 500_000, "{wait:?} {:?}", r.read_latency);
         assert!(table(&preset, &traffic, &opts, &r).contains("send delay"));

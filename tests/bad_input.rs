@@ -1248,7 +1248,7 @@ fn an_output_that_cannot_be_written_leaves_the_others() {
     let cfg = small_experiment(&dir, "");
     let out = dir.join("out");
     std::fs::create_dir_all(out.join("results.json")).unwrap();
-    let o = common::dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    let o = common::run_config(&cfg, &out);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(0), "{err}");
     assert!(err.contains(&out.join("results.json").display().to_string()), "{err}");

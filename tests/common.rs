@@ -80,6 +80,11 @@ pub fn dae_sim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dae-sim")).args(args).output().expect("run dae-sim")
 }
 
+/// Runs the main command on config `cfg`, writing into `out`, without progress lines.
+pub fn run_config(cfg: &Path, out: &Path) -> Output {
+    dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+}
+
 /// Runs the `dae-sim` binary with `args` in `dir` (relative paths are then `dir`'s): its exit
 /// code and its stderr.
 pub fn dae_sim_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {

@@ -8,7 +8,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, dae_sim, small_experiment, temp_dir};
+use common::{configs, dae_sim, run_config, small_experiment, temp_dir};
 use compiler::kg_dict::{Dictionary, parse_named_triples};
 use dae_sim::experiment::{Experiment, Overrides};
 use std::path::{Path, PathBuf};
@@ -39,8 +39,7 @@ fn rows_of<'a>(stdout: &'a str, workload: &str) -> Vec<&'a str> {
 /// each of `workloads` has a row on each of the 3 systems, verified on the 2 simulated ones
 /// (the DAE chip and the plain cores).
 fn runs_verified(cfg: &Path, dir: &Path, workloads: &[&str]) {
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let o = run_config(cfg, &dir.join("out"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     for name in workloads {
@@ -88,8 +87,7 @@ fn tables_of_their_own_rows_and_bag_sizes_run_verified() {
     let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
     let spec = exp.file.workload.iter().find(|w| w.name == "mixed").unwrap();
     assert_eq!(exp.instance(spec).indices.len(), 6 * 39);
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let o = run_config(&cfg, &dir.join("out"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let rows = rows_of(&stdout, "mixed");
@@ -105,8 +103,7 @@ fn mlperf_dlrm_v2_fits_the_hbm_in_f16_and_not_in_f32() {
     let wl = configs().join("workloads/dlrm-mlperf-v2.toml");
     let extra = format!("\n[[workload]]\ninclude = \"{}\"\nbatch = 2\n", wl.display());
     let cfg = small_experiment(&dir, &extra);
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let o = run_config(&cfg, &dir.join("out"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let rows = rows_of(&stdout, "dlrm-mlperf-v2");
@@ -114,8 +111,7 @@ fn mlperf_dlrm_v2_fits_the_hbm_in_f16_and_not_in_f32() {
     assert_eq!(rows.iter().filter(|l| l.ends_with("verified")).count(), 2, "{stdout}");
     let f32 = format!("\n[[workload]]\ninclude = \"{}\"\nbatch = 2\ndtype = \"f32\"\n", wl.display());
     let cfg = small_experiment(&dir, &f32);
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let o = run_config(&cfg, &dir.join("out"));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
@@ -187,8 +183,7 @@ fn fb15k237_names_through_the_dictionaries_equal_the_id_file() {
         i.offsets[..i.offsets.len() - 1].iter().map(|&o| i.indices[o as usize]).collect()
     };
     assert_eq!(tails(&a), tails(&b));
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let o = run_config(&cfg, &dir.join("out"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let rows = rows_of(&stdout, "kg-fb15k237-names");

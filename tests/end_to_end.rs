@@ -4,7 +4,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{dae_sim, small_experiment, temp_dir};
+use common::{dae_sim, run_config, small_experiment, temp_dir};
 
 #[test]
 fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
@@ -18,7 +18,7 @@ fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
     );
     std::fs::write(&cfg, text).unwrap();
     let out = dir.join("out");
-    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    let o = run_config(&cfg, &out);
     let table = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success(), "{table}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(table.contains("End to end"), "{table}");

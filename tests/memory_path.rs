@@ -5,7 +5,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, dae_sim, temp_dir};
+use common::{configs, run_config, temp_dir};
 
 /// Runs two plain-CPU systems on the small embedding bag, the preset and one with `tweak`
 /// written into its `[[system]]`: each run's (lookup-latency p50, simulated time) in ps.
@@ -24,7 +24,7 @@ fn preset_and(tweak: &str) -> [(u64, u64); 2] {
     let cfg = dir.join("path.toml");
     std::fs::write(&cfg, text).unwrap();
     let out = dir.join("out");
-    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    let o = run_config(&cfg, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
@@ -71,13 +71,7 @@ fn a_gpu_refuses_the_dae_systems_memory_link_and_launch() {
         );
         let cfg = dir.join("gpu.toml");
         std::fs::write(&cfg, text).unwrap();
-        let o = dae_sim(&[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            dir.join("o").to_str().unwrap(),
-        ]);
+        let o = run_config(&cfg, &dir.join("o"));
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains("gpu.toml:7") && err.contains(hint), "{err}");

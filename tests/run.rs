@@ -3,7 +3,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{dae_sim, small_experiment, temp_dir};
+use common::{dae_sim, run_config, small_experiment, temp_dir};
 use compiler::{EmbeddingBagInstance, WorkloadSpec};
 use dae_sim::config::Document;
 use dae_sim::experiment::{Experiment, Overrides, SystemPlan};
@@ -432,13 +432,7 @@ fn rows_the_vectorizer_cannot_tile_are_warned_of() {
     assert!(text.contains(&line));
     for (dim, warned) in [(17, true), (16, false)] {
         std::fs::write(&cfg, text.replace(&line, &format!("{line}dim = {dim}\n"))).unwrap();
-        let o = dae_sim(&[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            dir.join("o").to_str().unwrap(),
-        ]);
+        let o = run_config(&cfg, &dir.join("o"));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{err}");
         assert_eq!(err.contains("no chunk of 8..=16 lanes tiles its 17-element rows"), warned, "{err}");

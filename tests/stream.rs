@@ -5,7 +5,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, dae_sim, small_experiment, temp_dir};
+use common::{configs, dae_sim, run_config, small_experiment, temp_dir};
 use compiler::trace::{Header, IndexDtype, TraceWriter};
 use dae_sim::experiment::{self, Experiment, Measured, Outcome, Overrides, Progress};
 use std::path::Path;
@@ -59,13 +59,7 @@ fn a_traces_batches_back_to_back_add_up_to_each_batch_alone() {
     let exps = [both_exp, first_exp, second_exp];
     assert_eq!(exps[0].file.workload[1].batches, 2, "every batch of the trace by default");
     let dir = both_dir;
-    let o = dae_sim(&[
-        "--config",
-        dir.join("experiment.toml").to_str().unwrap(),
-        "--quiet",
-        "--out",
-        dir.join("out").to_str().unwrap(),
-    ]);
+    let o = run_config(&dir.join("experiment.toml"), &dir.join("out"));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();

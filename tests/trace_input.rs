@@ -5,7 +5,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{dae_sim, daeidx_workload, small_experiment, temp_dir, trace_workload};
+use common::{dae_sim, daeidx_workload, run_config, small_experiment, temp_dir, trace_workload};
 use dae_sim::experiment::{Experiment, Overrides};
 use std::path::Path;
 
@@ -20,8 +20,7 @@ fn runs_verified(dir: &Path, wl: &Path, name: &str) {
     assert_eq!(inst.offsets, [0, 2, 2, 5, 6, 10, 12]);
     assert_eq!(inst.indices[4], (4 * 17 + 3) % 50);
     assert_eq!(spec.bag_size, 2, "the trace's mean bag, rounded up");
-    let o =
-        dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", dir.join("out").to_str().unwrap()]);
+    let o = run_config(&cfg, &dir.join("out"));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{table}\n{}", String::from_utf8_lossy(&o.stderr));
     let traced: Vec<&str> = table.lines().filter(|l| l.contains(name) && l.contains("cycle-level")).collect();

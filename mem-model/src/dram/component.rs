@@ -168,8 +168,6 @@ pub struct Dram<M> {
     device: Device,
     ctrls: Vec<Controller>,
     wake_at: Vec<u64>,
-    /// Per channel, the cycle of its last command other than a refresh (see `catch_up`).
-    last_work: Vec<u64>,
     /// The minimum of `wake_at` (kept as it changes, so re-arming the timer is O(1)).
     min_wake: u64,
     /// (cycle, request) of read bursts whose data is on its way, in cycle order.
@@ -236,7 +234,6 @@ impl<M> Dram<M> {
             name: name.to_string(),
             ticker: Ticker::new(spec.clock(), spec.tck_ps_exact()),
             wake_at: vec![u64::MAX; ctrls.len()],
-            last_work: vec![0; o.channels as usize],
             min_wake: u64::MAX,
             ctrls,
             device,
@@ -505,10 +502,6 @@ where
 
     fn book(&mut self, i: usize, is: &Issued, stats: &mut Stats) {
         let cmd = is.cmd;
-        if !cmd.is_refresh() {
-            let ch = i / self.pcs as usize;
-            self.last_work[ch] = self.last_work[ch].max(is.cycle);
-        }
         self.counters.commands[cmd.index()] += 1;
         stats.inc(self.ids.commands[cmd.index()]);
         match cmd {
@@ -575,8 +568,6 @@ where
     /// microseconds).
     fn catch_up(&mut self, ch: usize, cycle: u64, stats: &mut Stats) {
         let sleepers = self.channel_ctrls(ch);
-        // The channel's last work must be booked before asking how long it has slept.
-        self.absorb_into(stats);
         loop {
             // A long idle spell owes many refreshes: book them as they go, not all at the end.
             if self.out.issued.len() >= CATCH_UP_BATCH {
@@ -618,10 +609,10 @@ where
     /// seconds would otherwise replay millions of refreshes per pseudo-channel.
     fn skip_idle_periods(&mut self, ch: usize, at: u64, cycle: u64, stats: &mut Stats) -> bool {
         let ctrls = self.channel_ctrls(ch);
-        let period = self.ctrls[ctrls.start].refresh.pattern_period();
+        let Some((period, _, _)) = self.ctrls[ctrls.start].refresh.pattern() else { return false };
+        let last_work = ctrls.clone().map(|j| self.ctrls[j].last_work).max().unwrap_or(0);
         if self.log.is_some()
-            || period == 0
-            || at < self.last_work[ch].saturating_add(2 * period)
+            || at < last_work.saturating_add(2 * period)
             || cycle < at.saturating_add(3 * period)
             || ctrls.clone().any(|j| self.wake_at[j] != u64::MAX || self.ctrls[j].any_open())
         {
@@ -632,8 +623,9 @@ where
         self.counters.refresh_periods_skipped += k;
         self.device.shift(ch, by);
         for j in ctrls {
-            self.ctrls[j].shift_refresh(by);
-            let (n, cmd) = self.ctrls[j].refresh.per_period();
+            let refresh = &mut self.ctrls[j].refresh;
+            refresh.shift(by);
+            let Some((_, n, cmd)) = refresh.pattern() else { continue };
             let n = n * k;
             self.counters.commands[cmd.index()] += n;
             stats.add(self.ids.commands[cmd.index()], n);

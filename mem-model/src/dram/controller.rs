@@ -421,6 +421,8 @@ pub(crate) struct Controller {
     cap_hits: u32,
     page: PagePolicy,
     pub(crate) refresh: Refresh,
+    /// Cycle of the last command other than a refresh (see `Dram`'s catch-up).
+    pub(crate) last_work: u64,
 }
 
 impl Controller {
@@ -515,6 +517,7 @@ impl Controller {
             scheduler: c.scheduler,
             cap_hits: c.row_hit_cap,
             page: c.page_policy,
+            last_work: 0,
             refresh: Refresh::new(
                 c.refresh,
                 c.refresh_level,
@@ -669,11 +672,6 @@ impl Controller {
         best
     }
 
-    /// Skips `by` cycles of a sleep spent refreshing (see [`crate::dram::refresh`]).
-    pub(crate) fn shift_refresh(&mut self, by: u64) {
-        self.refresh.shift(by);
-    }
-
     /// Whether any bank is open.
     pub(crate) fn any_open(&self) -> bool {
         !self.open_banks.is_empty()
@@ -696,6 +694,9 @@ impl Controller {
         let path = self.paths[b as usize];
         let row = dev.row_of(self.ch, path.at(Level::Bank));
         dev.issue_at(self.ch, cmd, &path, 0, at);
+        if !cmd.is_refresh() {
+            self.last_work = self.last_work.max(at);
+        }
         out.issued.push(Issued {
             cycle: at,
             ctrl: self.index,
@@ -1024,6 +1025,7 @@ impl Controller {
         let e = self.entries[i];
         let bank = &mut self.banks[b];
         dev.issue_at(self.ch, cmd, &self.paths[b], e.row, cycle);
+        self.last_work = self.last_work.max(cycle);
         let mut issued = Issued {
             cycle,
             ctrl: self.index,

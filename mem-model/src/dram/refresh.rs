@@ -174,23 +174,18 @@ impl Refresh {
         }
     }
 
-    /// Cycles after which the refresh pattern repeats (every unit due again, per-bank cursors
-    /// back where they were); 0 without refresh.
-    pub(crate) fn pattern_period(&self) -> u64 {
+    /// The refresh pattern: the cycles after which it repeats (every unit due again, per-bank
+    /// cursors back where they were), the refresh commands issued in that time and their kind;
+    /// none without refresh.
+    pub(crate) fn pattern(&self) -> Option<(u64, u64, Command)> {
+        let units = self.units.len() as u64;
         match (self.mode, self.units.first()) {
-            (RefreshMode::None, _) | (_, None) => 0,
-            (RefreshMode::PerBank, Some(u)) => self.interval * u64::from(u.count.max(1)),
-            _ => self.interval,
-        }
-    }
-
-    /// Refresh commands issued in one [`Refresh::pattern_period`], and their kind.
-    pub(crate) fn per_period(&self) -> (u64, Command) {
-        match (self.mode, self.units.first()) {
+            (RefreshMode::None, _) | (_, None) => None,
             (RefreshMode::PerBank, Some(u)) => {
-                (self.units.len() as u64 * u64::from(u.count.max(1)), Command::RefPb)
+                let per_unit = u64::from(u.count.max(1));
+                Some((self.interval * per_unit, units * per_unit, Command::RefPb))
             }
-            _ => (self.units.len() as u64, Command::RefAb),
+            _ => Some((self.interval, units, Command::RefAb)),
         }
     }
 
