@@ -35,12 +35,12 @@ FLUSH = torch.empty(512 * 2**20 // 4, dtype=torch.float32, device=DEV)
 DTYPES = {"f32": torch.float32, "f16": torch.float16}
 
 
-def timed(fn, cold):
-    """Median and minimum of ITERS calls of `fn`, in microseconds."""
+def timed(fn, cold, iters=ITERS):
+    """Median and minimum of `iters` calls of `fn`, in microseconds."""
     fn()
     torch.cuda.synchronize()
     times = []
-    for _ in range(ITERS):
+    for _ in range(iters):
         if cold:
             FLUSH.zero_()
         else:

@@ -1,8 +1,10 @@
 //! End-to-end mode: a workload's dense layers ([`compiler::dense`]) on a system's dense units,
 //! as a roofline. Each layer takes the longer of its arithmetic at the units' peak and its
 //! bytes at the memory's bandwidth, plus a fixed per-layer overhead (a kernel launch on a GPU,
-//! a barrier on the DAE chip). The DAE's per-core vector/matrix units and the GPU's tensor
-//! cores are described by their peak rate in the system preset's `[dense]`.
+//! a fork on the DAE chip) and a fixed time per matrix product it runs (a small GEMM kernel
+//! on a GPU, measured on an H100 at 5.3 us with its epilogue: `docs/h100-measured.md`; a
+//! barrier between layers on the DAE chip). The DAE's per-core vector/matrix units and the
+//! GPU's tensor cores are described by their peak rate in the system preset's `[dense]`.
 
 use compiler::dense::DenseLayer;
 use sim_core::{PS_PER_SECOND, Tick};
@@ -16,6 +18,8 @@ pub struct DenseUnits {
     pub bandwidth: f64,
     /// Fixed time per layer.
     pub layer_overhead: Tick,
+    /// Fixed time per matrix product of a layer ([`DenseLayer::gemms`]).
+    pub gemm_overhead: Tick,
     /// Bytes per element of weights and activations.
     pub elem_bytes: u64,
 }
@@ -40,7 +44,8 @@ impl DenseUnits {
                 let c = l.cost(batch, self.elem_bytes);
                 let compute = c.flops / self.peak_flops.max(1.0);
                 let memory = c.bytes / self.bandwidth.max(1.0);
-                let t = (compute.max(memory) * PS_PER_SECOND as f64).ceil() as Tick + self.layer_overhead;
+                let fixed = self.layer_overhead + l.gemms() * self.gemm_overhead;
+                let t = (compute.max(memory) * PS_PER_SECOND as f64).ceil() as Tick + fixed;
                 LayerTime { name: l.name().to_string(), time: t, compute_bound: compute >= memory }
             })
             .collect()
@@ -58,7 +63,13 @@ mod tests {
 
     #[test]
     fn a_layer_takes_the_longer_of_compute_and_memory() {
-        let u = DenseUnits { peak_flops: 1e12, bandwidth: 1e9, layer_overhead: 1000, elem_bytes: 2 };
+        let u = DenseUnits {
+            peak_flops: 1e12,
+            bandwidth: 1e9,
+            layer_overhead: 1000,
+            gemm_overhead: 0,
+            elem_bytes: 2,
+        };
         // 2 x 1 x 1000 x 1000 = 2e6 flops (2 us) against 2 x (1e6 + 2000) bytes (2.004 ms).
         let mlp = DenseLayer::Mlp { name: "m".into(), sizes: vec![1000, 1000] };
         let t = &u.times(std::slice::from_ref(&mlp), 1)[0];
@@ -71,5 +82,23 @@ mod tests {
         let t = &fast.times(std::slice::from_ref(&mlp), 1_000_000)[0];
         assert!(t.compute_bound);
         assert!(u.total(&[mlp.clone(), mlp], 1).abs_diff(2 * (2_004_000_000 + 1000)) <= 2);
+    }
+
+    #[test]
+    fn each_matrix_product_of_a_layer_pays_the_gemm_overhead() {
+        let u = DenseUnits {
+            peak_flops: 1e21,
+            bandwidth: 1e21,
+            layer_overhead: 3000,
+            gemm_overhead: 5000,
+            elem_bytes: 2,
+        };
+        // Three GEMMs and a negligible roofline: one layer overhead and three GEMM overheads.
+        let mlp = DenseLayer::Mlp { name: "m".into(), sizes: vec![13, 512, 256, 32] };
+        let t = u.times(std::slice::from_ref(&mlp), 128)[0].time;
+        assert!((3000 + 3 * 5000..3000 + 3 * 5000 + 2).contains(&t), "{t}");
+        let att = DenseLayer::Attention { name: "a".into(), heads: 1, queries: 1, keys: 1, head_dim: 1 };
+        let t = u.times(std::slice::from_ref(&att), 1)[0].time;
+        assert!((3000 + 2 * 5000..3000 + 2 * 5000 + 2).contains(&t), "{t}");
     }
 }

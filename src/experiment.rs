@@ -876,6 +876,7 @@ fn dense_units(
         peak_flops: tflops * 1e12,
         bandwidth,
         layer_overhead: d.layer_overhead.ps(),
+        gemm_overhead: d.gemm_overhead.map_or(0, |t| t.ps()),
         elem_bytes: u64::from(elem_bytes),
     })
 }

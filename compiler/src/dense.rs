@@ -86,6 +86,16 @@ impl DenseLayer {
         Ok(())
     }
 
+    /// The matrix products the layer runs one after another (each a kernel of its own on a GPU,
+    /// a step that needs the previous one's whole output on a chip of cores): an MLP's one per
+    /// pair of consecutive widths, attention's two (scores, then the weighted sum of values).
+    pub fn gemms(&self) -> u64 {
+        match self {
+            DenseLayer::Mlp { sizes, .. } => sizes.len().saturating_sub(1) as u64,
+            DenseLayer::Attention { .. } => 2,
+        }
+    }
+
     /// The work for `batch` samples with `elem_bytes` per element.
     pub fn cost(&self, batch: u64, elem_bytes: u64) -> DenseCost {
         let (b, e) = (batch as f64, elem_bytes as f64);
@@ -117,6 +127,7 @@ mod tests {
         assert_eq!(c.bytes, 2.0 * (13.0 * 512.0 + 128.0 * 525.0 + 512.0 * 256.0 + 128.0 * 768.0));
         let att = DenseLayer::Attention { name: "a".into(), heads: 2, queries: 1, keys: 64, head_dim: 8 };
         assert_eq!(att.cost(3, 2).flops, 3.0 * 2.0 * 4.0 * 64.0 * 8.0);
+        assert_eq!((mlp.gemms(), att.gemms()), (2, 2));
         assert!(DenseLayer::Mlp { name: "x".into(), sizes: vec![4] }.validate().is_err());
         let bad = DenseLayer::Attention { name: "a".into(), heads: 0, queries: 1, keys: 1, head_dim: 1 };
         assert_eq!(bad.validate().unwrap_err(), "heads: must be at least 1");

@@ -197,8 +197,12 @@ pub struct DenseSection {
     /// Bandwidth the layers stream at (default: the system's memory peak).
     #[serde(default)]
     pub bandwidth: Option<Bandwidth>,
-    /// Fixed time per layer (a kernel launch, a barrier).
+    /// Fixed time per layer (a kernel launch, a fork).
     pub layer_overhead: TimeSpan,
+    /// Fixed time per matrix product of a layer (a GEMM kernel, a barrier between layers;
+    /// default 0).
+    #[serde(default)]
+    pub gemm_overhead: Option<TimeSpan>,
     /// Bytes per element of weights and activations (default 2: bf16).
     #[serde(default)]
     pub bytes_per_element: Option<u32>,
