@@ -81,8 +81,21 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, DataFileErro
         return std::fs::read_to_string(path).map_err(|error| DataFileError::Io { file: file(), error });
     }
     let f = std::fs::File::open(path).map_err(|error| DataFileError::Io { file: file(), error })?;
+    let mut reader = std::io::BufReader::new(f);
+    // Say plainly when the file is not gzip at all (the decoder's own words are "invalid gzip
+    // header" or, for an empty file, "failed to fill whole buffer").
+    let head =
+        std::io::BufRead::fill_buf(&mut reader).map_err(|error| DataFileError::Io { file: file(), error })?;
+    if !head.starts_with(&[0x1f, 0x8b]) {
+        let what = if head.is_empty() { "the file is empty" } else { "no 1f 8b magic at byte 0" };
+        let error = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not gzip data ({what}); a plain text file's name must not end in .gz"),
+        );
+        return Err(DataFileError::Gzip { file: file(), error });
+    }
     let mut bytes = Vec::new();
-    MultiGzDecoder::new(std::io::BufReader::new(f))
+    MultiGzDecoder::new(reader)
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|error| DataFileError::Gzip { file: file(), error })?;
@@ -154,6 +167,9 @@ mod tests {
             let msg = e.to_string();
             assert!(matches!(e, DataFileError::Gzip { .. }), "{name}: {msg}");
             assert!(msg.starts_with(&format!("{}: cannot decompress (gzip): ", p.display())), "{msg}");
+            // Files that are not gzip at all say so.
+            let not_gzip = matches!(name, "plain.txt.gz" | "empty-file.gz");
+            assert_eq!(msg.contains("not gzip data"), not_gzip, "{msg}");
         }
         let missing = std::env::temp_dir().join("dae-sim-no-such-file.txt.gz");
         let msg = read_text(&missing).unwrap_err().to_string();

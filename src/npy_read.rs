@@ -45,6 +45,11 @@ pub fn parse_ints(bytes: &[u8]) -> Result<Vec<i64>, String> {
         .filter(|&e| e <= bytes.len())
         .ok_or("header runs past the end of the file")?;
     let header = std::str::from_utf8(&bytes[start..end]).map_err(|_| "header is not text".to_string())?;
+    // The header is a Python dict literal, padded with spaces and ended by a newline.
+    let dict = header.trim_end();
+    if !(dict.starts_with('{') && dict.ends_with('}')) {
+        return Err(format!("header {dict:?} is not a dictionary ({{...}})"));
+    }
     let field = |key: &str| -> Option<&str> {
         let at = header.find(&format!("'{key}'"))?;
         let rest = header[at + key.len() + 2..].trim_start().strip_prefix(':')?.trim_start();
@@ -54,8 +59,10 @@ pub fn parse_ints(bytes: &[u8]) -> Result<Vec<i64>, String> {
         .and_then(|r| r.strip_prefix('\''))
         .and_then(|r| r.split('\'').next())
         .ok_or("header has no 'descr'")?;
-    if field("fortran_order").is_some_and(|r| r.starts_with("True")) {
-        return Err("Fortran-ordered arrays are not supported".into());
+    match field("fortran_order") {
+        Some(r) if r.starts_with("False") => {}
+        Some(r) if r.starts_with("True") => return Err("Fortran-ordered arrays are not supported".into()),
+        _ => return Err("header has no 'fortran_order': False or True".into()),
     }
     let shape = field("shape")
         .and_then(|r| r.strip_prefix('('))
@@ -119,6 +126,22 @@ mod tests {
         assert!(parse_ints(&file("<i4", "(1, 1)", 4)).unwrap_err().contains("not one-dimensional"));
         assert!(parse_ints(&file("<i8", "(1,)", 4)).unwrap_err().contains("needs 8"));
         assert_eq!(parse_ints(&file("<i4", "(2,)", 8)).unwrap(), vec![0, 0]);
+        // A header that is not a dict literal, or lacks a key, is refused, not guessed at.
+        let raw = |h: &str| {
+            let mut f = b"\x93NUMPY\x01\x00".to_vec();
+            f.extend_from_slice(&(h.len() as u16).to_le_bytes());
+            f.extend_from_slice(h.as_bytes());
+            f.extend_from_slice(&[0; 4]);
+            f
+        };
+        let no_brace = raw("'descr': '<i4', 'fortran_order': False, 'shape': (1,), \n");
+        assert!(parse_ints(&no_brace).unwrap_err().contains("not a dictionary"));
+        let no_order = raw("{'descr': '<i4', 'shape': (1,), }\n");
+        assert!(parse_ints(&no_order).unwrap_err().contains("no 'fortran_order'"));
+        assert_eq!(
+            parse_ints(&raw("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }   \n")).unwrap(),
+            vec![0]
+        );
         // Arbitrary bytes after a valid magic never panic.
         for n in 0..64u8 {
             let mut g = b"\x93NUMPY\x01\x00".to_vec();

@@ -72,23 +72,10 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sim_core::{Bandwidth, ByteSize, Frequency, TimeSpan};
+    use sim_core::ByteSize;
 
     fn h100() -> GpuConfig {
-        GpuConfig {
-            sms: 132,
-            clock: Frequency::parse("1.98GHz").unwrap(),
-            hbm_bandwidth: Bandwidth::parse("3.35TB/s").unwrap(),
-            dram_latency: TimeSpan::parse("400ns").unwrap(),
-            l2: ByteSize::parse("50MB").unwrap(),
-            sector: ByteSize::parse("32B").unwrap(),
-            launch_overhead: TimeSpan::parse("4us").unwrap(),
-            warps_per_sm: 64,
-            occupancy: 0.71,
-            efficiency_32b: 0.4,
-            efficiency_64b: 0.6,
-            efficiency_128b: 0.8,
-        }
+        crate::config::tests::h100()
     }
 
     #[test]

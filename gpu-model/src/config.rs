@@ -71,8 +71,12 @@ impl GpuConfig {
         if self.hbm_bandwidth.bytes_per_second() == 0 {
             return range("hbm_bandwidth", self.hbm_bandwidth.to_string(), "must be above zero");
         }
-        if self.sector.bytes() == 0 {
-            return range("sector", self.sector.to_string(), "must be above zero");
+        if !self.sector.bytes().is_power_of_two() {
+            // A DRAM access granule is a power of two (32 B on NVIDIA parts).
+            return range("sector", self.sector.to_string(), "must be a power of two (32B on NVIDIA parts)");
+        }
+        if self.dram_latency.ps() == 0 {
+            return range("dram_latency", self.dram_latency.to_string(), "must be above zero");
         }
         if !(1..=1024).contains(&self.warps_per_sm) {
             return range("warps_per_sm", self.warps_per_sm.to_string(), "must be 1 to 1024");
@@ -264,5 +268,44 @@ impl GpuSimConfig {
     /// Theoretical occupancy: resident warps over the SM's warp slots.
     pub fn occupancy(&self, gpu: &GpuConfig) -> f64 {
         f64::from(self.blocks_per_sm(gpu) * self.warps_per_block()) / f64::from(gpu.warps_per_sm.max(1))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// An H100-like configuration for the crate's tests.
+    pub(crate) fn h100() -> GpuConfig {
+        GpuConfig {
+            sms: 132,
+            clock: Frequency::parse("1.98GHz").unwrap(),
+            hbm_bandwidth: Bandwidth::parse("3.35TB/s").unwrap(),
+            dram_latency: TimeSpan::parse("400ns").unwrap(),
+            l2: ByteSize::parse("50MB").unwrap(),
+            sector: ByteSize::parse("32B").unwrap(),
+            launch_overhead: TimeSpan::parse("4us").unwrap(),
+            warps_per_sm: 64,
+            occupancy: 0.71,
+            efficiency_32b: 0.4,
+            efficiency_64b: 0.6,
+            efficiency_128b: 0.8,
+        }
+    }
+
+    #[test]
+    fn a_sector_that_is_not_a_power_of_two_or_a_zero_latency_is_refused() {
+        assert_eq!(h100().validate(), Ok(()));
+        for (sector, ok) in [("3B", false), ("0B", false), ("48B", false), ("32B", true), ("64B", true)] {
+            let cfg = GpuConfig { sector: ByteSize::parse(sector).unwrap(), ..h100() };
+            let r = cfg.validate();
+            assert_eq!(r.is_ok(), ok, "{sector}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().starts_with("sector = "), "{e}");
+            }
+        }
+        let cfg = GpuConfig { dram_latency: TimeSpan::parse("0ns").unwrap(), ..h100() };
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.starts_with("dram_latency = ") && e.contains("above zero"), "{e}");
     }
 }

@@ -19,7 +19,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | address |
-//! | 8 | 8 | time, in the header's unit (0 when untimed) |
+//! | 8 | 8 | time, in the header's unit (0 when untimed: a reader refuses anything else) |
 //! | 16 | 2 | size in bytes (0: the driver's request size) |
 //! | 18 | 1 | kind: 0 read, 1 write |
 //! | 19 | 1 | hints: bit 0 non-temporal; other bits 0 |
@@ -307,6 +307,12 @@ impl<R: Read> TraceSource for BinaryReader<R> {
         if r[20..24] != [0; 4] {
             return Err(bad("reserved bytes 20-23 must be 0".into()));
         }
+        let time = le64(&r[8..16]);
+        if self.base == TimeBase::Untimed && time != 0 {
+            // The header says untimed: a time here is a writer's mistake, which a replay would
+            // otherwise drop without a word.
+            return Err(bad(format!("time {time} in an untimed trace (header time unit 0): must be 0")));
+        }
         self.hash = fnv1a(self.hash, &r);
         self.index += 1;
         let size = u16::from_le_bytes([r[16], r[17]]);
@@ -314,7 +320,7 @@ impl<R: Read> TraceSource for BinaryReader<R> {
             addr: le64(&r[0..8]),
             write,
             bytes: (size != 0).then_some(u32::from(size)),
-            time: le64(&r[8..16]),
+            time,
             non_temporal: r[19] & HINT_NON_TEMPORAL != 0,
         }))
     }
@@ -376,5 +382,22 @@ mod tests {
         assert!(encode(&TraceRecord { bytes: Some(0), ..rec }, TimeBase::Untimed).is_err());
         // Untimed traces store time 0 whatever the record says.
         assert_eq!(&encode(&rec, TimeBase::Untimed).unwrap()[8..16], &[0; 8]);
+    }
+
+    #[test]
+    fn a_time_in_an_untimed_trace_is_refused() {
+        let rec = TraceRecord { addr: 64, write: false, bytes: None, time: 0, non_temporal: false };
+        let mut w = BinaryWriter::new(Cursor::new(Vec::new()), TimeBase::Untimed).unwrap();
+        w.write(&rec).unwrap();
+        let mut bytes = w.finish().unwrap().into_inner();
+        assert_eq!(BinaryReader::new(&bytes[..], "t").unwrap().next_record().unwrap(), Some(rec));
+        // A time written into the record (checksum fixed up, so only the time is wrong).
+        let at = HEADER_LEN as usize + 8;
+        bytes[at] = 5;
+        let end = bytes.len() - CHECKSUM_LEN as usize;
+        let sum = fnv1a(FNV_OFFSET, &bytes[HEADER_LEN as usize..end]);
+        bytes[end..].copy_from_slice(&sum.to_le_bytes());
+        let e = BinaryReader::new(&bytes[..], "t").unwrap().next_record().unwrap_err().to_string();
+        assert!(e.contains("time 5 in an untimed trace") && e.contains("t"), "{e}");
     }
 }

@@ -231,13 +231,23 @@ impl TraceError {
 /// At most this many characters of an offending line are quoted in a message.
 const QUOTE_MAX: usize = 120;
 
-/// The offending text for a message: trimmed, and shortened if very long.
+/// The offending text for a message: trimmed, shortened if very long, and with control
+/// characters escaped (a binary file read as text would otherwise write them to the terminal).
 pub(crate) fn quote(text: &str) -> String {
     let t = text.trim();
-    match t.char_indices().nth(QUOTE_MAX) {
-        Some((cut, _)) => format!("{}...", &t[..cut]),
-        None => t.to_owned(),
+    let (shown, more) = match t.char_indices().nth(QUOTE_MAX) {
+        Some((cut, _)) => (&t[..cut], "..."),
+        None => (t, ""),
+    };
+    let mut out = String::with_capacity(shown.len() + more.len());
+    for c in shown.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    out + more
 }
 
 #[cfg(test)]
@@ -259,5 +269,14 @@ mod tests {
         assert_eq!(q.len(), QUOTE_MAX + 3);
         assert!(q.ends_with("..."));
         assert_eq!(quote("  0x40 READ 1 \r"), "0x40 READ 1");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        // The start of a binary trace read as text.
+        assert_eq!(
+            quote("DAETRACE\u{1}\u{0}\u{2}\u{0}\u{7f}x\ty"),
+            "DAETRACE\\u{1}\\u{0}\\u{2}\\u{0}\\u{7f}x\\ty"
+        );
     }
 }
