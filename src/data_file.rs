@@ -83,9 +83,13 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, DataFileErro
     let f = std::fs::File::open(path).map_err(|error| DataFileError::Io { file: file(), error })?;
     let mut reader = std::io::BufReader::new(f);
     // Say plainly when the file is not gzip at all (the decoder's own words are "invalid gzip
-    // header" or, for an empty file, "failed to fill whole buffer").
-    let head =
-        std::io::BufRead::fill_buf(&mut reader).map_err(|error| DataFileError::Io { file: file(), error })?;
+    // header" or, for an empty file, "failed to fill whole buffer"). The first two bytes are
+    // read whole (a pipe may give them one at a time) and put back in front of the rest.
+    let mut head = Vec::with_capacity(2);
+    (&mut reader)
+        .take(2)
+        .read_to_end(&mut head)
+        .map_err(|error| DataFileError::Io { file: file(), error })?;
     if !head.starts_with(&[0x1f, 0x8b]) {
         let what = if head.is_empty() { "the file is empty" } else { "no 1f 8b magic at byte 0" };
         let error = std::io::Error::new(
@@ -95,7 +99,7 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, DataFileErro
         return Err(DataFileError::Gzip { file: file(), error });
     }
     let mut bytes = Vec::new();
-    MultiGzDecoder::new(reader)
+    MultiGzDecoder::new(std::io::Cursor::new(head).chain(reader))
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|error| DataFileError::Gzip { file: file(), error })?;

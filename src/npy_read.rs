@@ -48,7 +48,10 @@ pub fn parse_ints(bytes: &[u8]) -> Result<Vec<i64>, String> {
     // The header is a Python dict literal, padded with spaces and ended by a newline.
     let dict = header.trim_end();
     if !(dict.starts_with('{') && dict.ends_with('}')) {
-        return Err(format!("header {dict:?} is not a dictionary ({{...}})"));
+        // A version 2 header may be up to 4 GiB: quote its start only.
+        let start: String = dict.chars().take(80).collect();
+        let more = if start.len() < dict.len() { "..." } else { "" };
+        return Err(format!("header {start:?}{more} is not a dictionary ({{...}})"));
     }
     let field = |key: &str| -> Option<&str> {
         let at = header.find(&format!("'{key}'"))?;
@@ -136,6 +139,9 @@ mod tests {
         };
         let no_brace = raw("'descr': '<i4', 'fortran_order': False, 'shape': (1,), \n");
         assert!(parse_ints(&no_brace).unwrap_err().contains("not a dictionary"));
+        // A long one is quoted by its start.
+        let long = parse_ints(&raw(&"x".repeat(5000))).unwrap_err();
+        assert!(long.contains("...") && long.len() < 200, "{long}");
         let no_order = raw("{'descr': '<i4', 'shape': (1,), }\n");
         assert!(parse_ints(&no_order).unwrap_err().contains("no 'fortran_order'"));
         assert_eq!(

@@ -309,8 +309,8 @@ impl<R: Read> TraceSource for BinaryReader<R> {
         }
         let time = le64(&r[8..16]);
         if self.base == TimeBase::Untimed && time != 0 {
-            // The header says untimed: a time here is a writer's mistake, which a replay would
-            // otherwise drop without a word.
+            // The header says untimed: a time here (written by mistake, or a damaged record the
+            // checksum would catch only at the end) would otherwise be dropped without a word.
             return Err(bad(format!("time {time} in an untimed trace (header time unit 0): must be 0")));
         }
         self.hash = fnv1a(self.hash, &r);

@@ -232,7 +232,8 @@ impl TraceError {
 const QUOTE_MAX: usize = 120;
 
 /// The offending text for a message: trimmed, shortened if very long, and with control
-/// characters escaped (a binary file read as text would otherwise write them to the terminal).
+/// characters and bidirectional overrides escaped (a binary file read as text would otherwise
+/// write them to the terminal; an override would reorder what it shows).
 pub(crate) fn quote(text: &str) -> String {
     let t = text.trim();
     let (shown, more) = match t.char_indices().nth(QUOTE_MAX) {
@@ -241,7 +242,7 @@ pub(crate) fn quote(text: &str) -> String {
     };
     let mut out = String::with_capacity(shown.len() + more.len());
     for c in shown.chars() {
-        if c.is_control() {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -278,5 +279,6 @@ mod tests {
             quote("DAETRACE\u{1}\u{0}\u{2}\u{0}\u{7f}x\ty"),
             "DAETRACE\\u{1}\\u{0}\\u{2}\\u{0}\\u{7f}x\\ty"
         );
+        assert_eq!(quote("0x40 \u{202e}DAER 1"), "0x40 \\u{202e}DAER 1");
     }
 }
