@@ -2,8 +2,8 @@
 //! as a roofline. Each layer takes the longer of its arithmetic at the units' peak and its
 //! bytes at the memory's bandwidth, plus a fixed per-layer overhead (a kernel launch on a GPU,
 //! a fork on the DAE chip) and a fixed time per matrix product it runs (a small GEMM kernel
-//! on a GPU, measured on an H100 at 5.3 us with its epilogue: `docs/h100-measured.md`; a
-//! barrier between layers on the DAE chip). The DAE's per-core vector/matrix units and the
+//! on a GPU, measured on an H100 at 5.1 us with its epilogue: `docs/h100-measured.md`; a
+//! barrier after each on the DAE chip). The DAE's per-core vector/matrix units and the
 //! GPU's tensor cores are described by their peak rate in the system preset's `[dense]`.
 
 use compiler::dense::DenseLayer;
@@ -44,8 +44,9 @@ impl DenseUnits {
                 let c = l.cost(batch, self.elem_bytes);
                 let compute = c.flops / self.peak_flops.max(1.0);
                 let memory = c.bytes / self.bandwidth.max(1.0);
-                let fixed = self.layer_overhead + l.gemms() * self.gemm_overhead;
-                let t = (compute.max(memory) * PS_PER_SECOND as f64).ceil() as Tick + fixed;
+                // Saturating: a preset's overheads are bounded only by the time type.
+                let fixed = self.layer_overhead.saturating_add(l.gemms().saturating_mul(self.gemm_overhead));
+                let t = ((compute.max(memory) * PS_PER_SECOND as f64).ceil() as Tick).saturating_add(fixed);
                 LayerTime { name: l.name().to_string(), time: t, compute_bound: compute >= memory }
             })
             .collect()
@@ -53,7 +54,7 @@ impl DenseUnits {
 
     /// The time of all layers, one after another.
     pub fn total(&self, layers: &[DenseLayer], batch: u64) -> Tick {
-        self.times(layers, batch).iter().map(|t| t.time).sum()
+        self.times(layers, batch).iter().fold(0, |sum, t| sum.saturating_add(t.time))
     }
 }
 

@@ -36,11 +36,11 @@ fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
         dense.insert(r["system"].as_str().unwrap().to_string(), d);
     }
     // Small layers at a small batch: on the H100 each MLP costs about its fixed overheads, a
-    // 3 us launch and 5.3 us per GEMM (six in all): 37.8 us and a roofline under 1 us. The
+    // 3 us launch and 5.1 us per GEMM (six in all): 36.6 us and a roofline under 1 us. The
     // small experiment's chips have 4 cores, 0.77 TFLOP/s of vector units (4 x 0.192): the
     // layers' flops take about 32.5 us beside two 1 us forks and six 1 us barriers. The DAE
     // and CPU systems share their dense units.
-    assert!((37_800_000..39_000_000).contains(&dense["h100"]), "{dense:?}");
+    assert!((36_600_000..38_000_000).contains(&dense["h100"]), "{dense:?}");
     assert!((40_000_000..44_000_000).contains(&dense["dae"]), "{dense:?}");
     assert_eq!(dense["dae"], dense["cpu"]);
     assert!(out.join("speedup.svg").exists());
@@ -93,27 +93,27 @@ fn a_chip_of_cores_has_the_dense_rate_of_its_cores() {
 
 #[test]
 fn the_h100_dense_layers_match_the_measured_mlps() {
-    // docs/h100-measured.md, "Dense layers": the DLRM MLPs of configs/h100-vs-dae.toml on an
-    // H100 SXM5 in BF16, each layer one GEMM with its bias and ReLU fused, replayed as a CUDA
-    // graph from a cold L2 (the GPU's time; the model adds its 3 us launch on top).
-    let measured_us = [
-        (128, vec![13, 512, 256, 32], 14.7),
-        (128, vec![68, 1024, 1024, 512, 256, 1], 27.6),
-        (128, vec![13, 512, 256, 64], 14.8),
-        (128, vec![592, 1024, 1024, 512, 256, 1], 28.6),
-        (512, vec![13, 512, 256, 32], 14.7),
-        (512, vec![87, 1024, 1024, 512, 256, 1], 33.0),
-    ];
+    // docs/h100-dense.json (docs/h100-measured.md, "Dense layers"): the DLRM MLPs of
+    // configs/h100-vs-dae.toml on an H100 SXM5 in BF16, each layer one GEMM with its bias and
+    // ReLU fused, replayed as a CUDA graph from a cold L2 (the GPU's time; the model adds its
+    // 3 us launch on top).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/h100-dense.json");
+    let measured: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let dir = temp_dir("dense-h100");
     let exp =
         dae_sim::experiment::Experiment::load(&small_experiment(&dir, ""), &Default::default()).unwrap();
     let h100 = &exp.dense["h100"];
-    for (batch, sizes, us) in measured_us {
+    let mlps = measured["mlps"].as_array().unwrap();
+    assert_eq!(mlps.len(), 6);
+    for m in mlps {
+        let sizes: Vec<u64> = m["sizes"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let (batch, us) = (m["batch"].as_u64().unwrap(), m["fused_cold"]["median_us"].as_f64().unwrap());
         let mlp = compiler::dense::DenseLayer::Mlp { name: "m".into(), sizes: sizes.clone() };
         let t = h100.total(std::slice::from_ref(&mlp), batch) - h100.layer_overhead;
         let ratio = t as f64 / (us * 1e6);
-        // The fit's residuals are -11% to +12% (the largest GEMMs, at batch 512, run below the
-        // tensor cores' peak, which the roofline takes).
-        assert!((0.85..1.15).contains(&ratio), "{sizes:?} at batch {batch}: model {t} ps, measured {us} us");
+        // The fit's residuals are -8% to +15%: one overhead per GEMM cannot tell the bottom
+        // MLPs' tiny GEMMs from the top MLPs' 1024-wide ones, which run under the tensor cores'
+        // peak that the roofline takes.
+        assert!((0.85..1.2).contains(&ratio), "{sizes:?} at batch {batch}: model {t} ps, measured {us} us");
     }
 }

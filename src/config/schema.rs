@@ -199,8 +199,8 @@ pub struct DenseSection {
     pub bandwidth: Option<Bandwidth>,
     /// Fixed time per layer (a kernel launch, a fork).
     pub layer_overhead: TimeSpan,
-    /// Fixed time per matrix product of a layer (a GEMM kernel, a barrier between layers;
-    /// default 0).
+    /// Fixed time per matrix product of a layer (a GEMM kernel; a barrier after each on a chip
+    /// of cores; default 0).
     #[serde(default)]
     pub gemm_overhead: Option<TimeSpan>,
     /// Bytes per element of weights and activations (default 2: bf16).
