@@ -42,8 +42,10 @@ impl DenseUnits {
             .iter()
             .map(|l| {
                 let c = l.cost(batch, self.elem_bytes);
-                let compute = c.flops / self.peak_flops.max(1.0);
-                let memory = c.bytes / self.bandwidth.max(1.0);
+                // The config checks both rates above zero; the floor only keeps a hand-built
+                // zero from dividing 0 by 0 (a huge quotient saturates the tick conversion).
+                let compute = c.flops / self.peak_flops.max(f64::MIN_POSITIVE);
+                let memory = c.bytes / self.bandwidth.max(f64::MIN_POSITIVE);
                 // Saturating: a preset's overheads are bounded only by the time type.
                 let fixed = self.layer_overhead.saturating_add(l.gemms().saturating_mul(self.gemm_overhead));
                 let t = ((compute.max(memory) * PS_PER_SECOND as f64).ceil() as Tick).saturating_add(fixed);
@@ -101,5 +103,19 @@ mod tests {
         let att = DenseLayer::Attention { name: "a".into(), heads: 1, queries: 1, keys: 1, head_dim: 1 };
         let t = u.times(std::slice::from_ref(&att), 1)[0].time;
         assert!((3000 + 2 * 5000..3000 + 2 * 5000 + 2).contains(&t), "{t}");
+    }
+
+    #[test]
+    fn a_rate_below_one_flop_per_second_is_taken_as_given() {
+        // 2 flops at 0.1 flop/s: 20 s (a floor of 1 flop/s once made it 2 s).
+        let u = DenseUnits {
+            peak_flops: 0.1,
+            bandwidth: 1e21,
+            layer_overhead: 0,
+            gemm_overhead: 0,
+            elem_bytes: 2,
+        };
+        let mlp = DenseLayer::Mlp { name: "m".into(), sizes: vec![1, 1] };
+        assert_eq!(u.total(std::slice::from_ref(&mlp), 1), 20 * PS_PER_SECOND);
     }
 }

@@ -252,6 +252,9 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
             if bandwidth.bytes_per_second() == 0 {
                 return Err(doc.error_at(&at("memory.bandwidth"), "must be above zero"));
             }
+            if latency > mem_model::simple::MAX_LATENCY {
+                return Err(doc.error_at(&at("memory.latency"), "must be at most 1 s"));
+            }
             MemoryPlan::Simple(SimpleMemoryConfig { latency, bandwidth })
         }
         MemoryModel::Dram => {
@@ -1440,7 +1443,7 @@ pub(crate) fn run_gpu(
 pub(crate) fn dense_time(exp: &Experiment, name: &str, spec: &WorkloadSpec) -> Option<Tick> {
     let units = exp.dense.get(name)?;
     (!spec.dense.is_empty())
-        .then(|| units.total(&spec.dense, u64::from(spec.batch.max(1))) * spec.batches.max(1))
+        .then(|| units.total(&spec.dense, u64::from(spec.batch.max(1))).saturating_mul(spec.batches.max(1)))
 }
 
 /// The model a system runs: "cycle-level" (DAE and CPU), "cycle-timing" (the simulated GPU)

@@ -233,6 +233,9 @@ pub fn load_memory(path: &Path) -> Result<MemoryPreset, MemRunError> {
         if f.capacity.bytes() == 0 {
             return Err(doc.error_at("capacity", "must be above 0 B").into());
         }
+        if f.latency > mem_model::simple::MAX_LATENCY {
+            return Err(doc.error_at("latency", "must be at most 1 s").into());
+        }
         let clock = Clock::new(f.clock).map_err(|e| doc.error_at("clock", e.to_string()))?;
         return Ok(MemoryPreset {
             file: path.to_path_buf(),

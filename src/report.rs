@@ -237,7 +237,8 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
 
 /// End-to-end time: the embedding operation then the dense layers (`None` without them).
 pub fn end_to_end(m: &Measured) -> Option<u64> {
-    m.dense_time.map(|d| m.time + d)
+    // Saturating: a config may give overheads up to the clock's limit.
+    m.dense_time.map(|d| m.time.saturating_add(d))
 }
 
 /// End-to-end speedup over the baseline on the same workload.

@@ -454,6 +454,15 @@ fn check_gen(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
     if !(0.0..=1.0).contains(&a.reuse) {
         return Err(usage(format!("--reuse {}: must be between 0 and 1", a.reuse)));
     }
+    // One index generator and one previous section per table, held for the whole run.
+    let per_table = std::mem::size_of::<IndexGenerator>() + std::mem::size_of::<Vec<u64>>();
+    let state = usize::try_from(a.tables).ok().and_then(|t| t.checked_mul(per_table));
+    if state.is_none_or(|n| Vec::<u8>::new().try_reserve_exact(n).is_err()) {
+        return Err(usage(format!(
+            "--tables {}: a generator per table ({per_table} B each) is more than this machine can allocate",
+            a.tables
+        )));
+    }
     // A section being drawn, each table's previous one when --reuse draws from it, and for
     // .npy every table's row ids, twice over while they are converted.
     let section = a.batch.checked_mul(a.bag_size);
@@ -1224,10 +1233,16 @@ fn fit_cmd(a: &FitArgs) -> Result<String, TraceCmdError> {
             a.rows
         )));
     }
-    let ok = |x: f64| x.is_finite() && x > 0.0;
-    if !(ok(a.min_alpha) && ok(a.max_alpha) && a.min_alpha < a.max_alpha) || a.grid < 2 {
+    // Each grid point draws every lookup again, and an exponent above 100 puts every draw on
+    // the first row: the bounds keep a typo from running for hours or searching a useless range.
+    const MAX_ALPHA: f64 = 100.0;
+    const MAX_GRID: u32 = 1000;
+    let ok = |x: f64| x.is_finite() && x > 0.0 && x <= MAX_ALPHA;
+    if !(ok(a.min_alpha) && ok(a.max_alpha) && a.min_alpha < a.max_alpha && (2..=MAX_GRID).contains(&a.grid))
+    {
         return Err(usage(format!(
-            "--min-alpha {} and --max-alpha {}: positive, min below max; --grid {} at least 2",
+            "--min-alpha {} and --max-alpha {}: positive, at most {MAX_ALPHA}, min below max; \
+             --grid {}: 2 to {MAX_GRID}",
             a.min_alpha, a.max_alpha, a.grid
         )));
     }

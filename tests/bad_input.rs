@@ -1079,6 +1079,11 @@ fn bad_trace_gen_options_name_the_option_and_the_value() {
             vec!["--tables", "100000", "--batch", "100000", "--bag-size", "100000"],
             "more than this machine can allocate",
         ),
+        // The per-table generators alone (an abort with a backtrace, exit 134).
+        (
+            vec!["--tables", "4294967295", "--batch", "1", "--bag-size", "1"],
+            "--tables 4294967295: a generator",
+        ),
     ] {
         let mut all = vec!["trace", "gen", "--out", "x.daeidx"];
         all.extend(args);
@@ -1120,6 +1125,9 @@ fn bad_locality_stats_name_the_file_and_line() {
     for (args, want) in [
         (vec!["--block", "3"], "--block 3: good.txt has 1 blocks (0 to 0)"),
         (vec!["--min-alpha", "2", "--max-alpha", "1"], "--min-alpha 2 and --max-alpha 1"),
+        // A grid that ran for hours; a range whose grid missed every useful exponent.
+        (vec!["--grid", "100000000"], "--grid 100000000: 2 to 1000"),
+        (vec!["--max-alpha", "1e300"], "at most 100"),
         (vec!["--lookups", "0"], "lookups 0: both must be at least 1"),
     ] {
         let mut all = vec!["trace", "fit", "--locality", "good.txt", "--rows", "10"];

@@ -85,6 +85,15 @@ pub fn run_config(cfg: &Path, out: &Path) -> Output {
     dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
 }
 
+/// Runs the experiment `cfg` with its outputs under `out`, checks that it succeeded, and
+/// returns its `results.json`.
+pub fn run_results(cfg: &Path, out: &Path) -> serde_json::Value {
+    let o = run_config(cfg, out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results.json"))
+        .expect("results.json is JSON")
+}
+
 /// Runs the `dae-sim` binary with `args` in `dir` (relative paths are then `dir`'s): its exit
 /// code and its stderr.
 pub fn dae_sim_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {

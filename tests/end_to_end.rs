@@ -4,7 +4,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{dae_sim, run_config, small_experiment, temp_dir};
+use common::{dae_sim, run_config, run_results, small_experiment, temp_dir};
 
 #[test]
 fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
@@ -116,4 +116,40 @@ fn the_h100_dense_layers_match_the_measured_mlps() {
         // peak that the roofline takes.
         assert!((0.85..1.2).contains(&ratio), "{sizes:?} at batch {batch}: model {t} ps, measured {us} us");
     }
+}
+
+#[test]
+fn overheads_at_the_clocks_limit_saturate_instead_of_wrapping() {
+    // A dense overhead far beyond any real one: the end-to-end time must not wrap around to a
+    // few microseconds (it did, with "embedding share 100%").
+    let dir = temp_dir("dense-saturate");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace(
+            "\n[report]",
+            "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"m\"\nsizes = [13, 64]\n\n[report]",
+        )
+        .replacen("name = \"h100\"\n", "name = \"h100\"\ndense.gemm_overhead = \"10000000s\"\n", 1);
+    std::fs::write(&cfg, text).unwrap();
+    let json = run_results(&cfg, &dir.join("out"));
+    let h100 = json["runs"].as_array().unwrap().iter().find(|r| r["system"] == "h100").unwrap();
+    let (d, e) = (h100["dense_time_ps"].as_u64().unwrap(), h100["end_to_end_time_ps"].as_u64().unwrap());
+    assert!(d >= 10_000_000 * 1_000_000_000_000 && e >= d, "dense {d}, end to end {e}");
+}
+
+#[test]
+fn a_simple_memory_latency_beyond_a_second_is_refused() {
+    let dir = temp_dir("simple-latency");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "cores = 4\n",
+        "cores = 4\nmemory = { model = \"simple\", latency = \"2s\", bandwidth = \"1TB/s\" }\n",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("system[0].memory.latency") && err.contains("at most 1 s"), "{err}");
 }

@@ -5,7 +5,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, run_config, temp_dir};
+use common::{configs, run_config, run_results, temp_dir};
 
 /// Runs two plain-CPU systems on the small embedding bag, the preset and one with `tweak`
 /// written into its `[[system]]`: each run's (lookup-latency p50, simulated time) in ps.
@@ -23,11 +23,7 @@ fn preset_and(tweak: &str) -> [(u64, u64); 2] {
     );
     let cfg = dir.join("path.toml");
     std::fs::write(&cfg, text).unwrap();
-    let out = dir.join("out");
-    let o = run_config(&cfg, &out);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let json = run_results(&cfg, &dir.join("out"));
     let runs = json["runs"].as_array().unwrap();
     let get = |name: &str| {
         let r = runs.iter().find(|r| r["system"] == name).unwrap();

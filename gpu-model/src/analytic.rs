@@ -52,7 +52,7 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
     let dram_bytes = misses * row_traffic + streams + shape.bags * row_traffic;
     let achieved = cfg.hbm_bandwidth.bytes_per_second() as f64 * cfg.efficiency(shape.row_bytes);
     let transfer = dram_bytes as f64 / achieved * PS_PER_SECOND as f64;
-    let time = cfg.launch_overhead.ps() + transfer.ceil() as u64;
+    let time = cfg.launch_overhead.ps().saturating_add(transfer.ceil() as u64);
     let in_flight = cfg.sms as f64 * cfg.warps_per_sm as f64 * cfg.occupancy * row_traffic as f64;
     let little = (in_flight / achieved * PS_PER_SECOND as f64) as u64;
     let written = shape.bags * row_traffic;
@@ -117,5 +117,13 @@ mod tests {
         let mut c = h100();
         c.occupancy = 1.5;
         assert_eq!(c.validate().unwrap_err().to_string(), "occupancy = 1.5: must be in (0, 1]");
+    }
+
+    #[test]
+    fn a_launch_overhead_at_the_clocks_limit_saturates() {
+        let cfg = GpuConfig { launch_overhead: sim_core::TimeSpan::from_ps(u64::MAX), ..h100() };
+        let shape = GatherShape { lookups: 1000, distinct_rows: 1000, row_bytes: 128, bags: 10 };
+        // It wrapped around to a few nanoseconds.
+        assert_eq!(estimate(&cfg, &shape).time, u64::MAX);
     }
 }

@@ -42,6 +42,10 @@ struct MemStats {
     busy_ps: CounterId,
 }
 
+/// The longest access latency a configuration may give a simple memory: 1 s, far beyond any
+/// memory, and far enough from the clock's limit that time sums cannot overflow.
+pub const MAX_LATENCY: TimeSpan = TimeSpan::from_ps(sim_core::PS_PER_SECOND);
+
 /// Fixed-latency, bandwidth-limited memory (see the module docs).
 pub struct SimpleMemory<M> {
     name: String,
@@ -117,8 +121,9 @@ where
         let now = ctx.now();
         let start = now.max(self.server_free);
         let transfer = self.cfg.bandwidth.ps_per_bytes(req.bytes as u64);
-        self.server_free = start + transfer;
-        let done = self.server_free + self.cfg.latency.ps();
+        // Saturating: the configs bound the latency (MAX_LATENCY), a library user may not.
+        self.server_free = start.saturating_add(transfer);
+        let done = self.server_free.saturating_add(self.cfg.latency.ps());
         let s = ctx.stats();
         s.add(self.stats.busy_ps, transfer);
         if req.write {

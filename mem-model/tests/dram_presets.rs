@@ -154,6 +154,14 @@ fn other_bad_names_and_values() {
             "constraint 0: bad expression \"nBL - nCL\": its value -18 is not a cycle count",
         ),
         (Box::new(|p| p.constraints[0].latency = "nBL +".into()), "constraint 0: bad expression \"nBL +\""),
+        // Timings beyond a second once overflowed the picosecond clock into a "deadlock".
+        (
+            Box::new(|p| {
+                p.timing.insert("nCL".into(), 29_514_790_517_935_282);
+            }),
+            "timing.nCL: 29514790517935282 cycles is more than 1 s at 1.6GHz",
+        ),
+        (Box::new(|p| p.constraints[0].latency = "nREFI * 1000000".into()), "cycles is more than 1 s"),
         (
             Box::new(|p| {
                 p.timing.insert("nBL".into(), 4);

@@ -284,6 +284,16 @@ impl DramSpec {
             ));
         }
         let timings = preset.timing.clone();
+        // A second of cycles bounds every timing: far beyond any DRAM's, and far enough from the
+        // 64-bit picosecond clock that sums of them cannot overflow (a larger one ended the run
+        // as a "deadlock" that named nothing).
+        let second = clock.frequency().hz();
+        let too_long = |v: u64| format!("{v} cycles is more than 1 s at {}", clock.frequency());
+        for (name, &v) in &timings {
+            if v > second {
+                return Err(invalid(format!("timing.{name}"), too_long(v)));
+            }
+        }
         if let Some(&nbl) = timings.get("nBL")
             && nbl != u64::from(burst_length / tpc)
         {
@@ -390,8 +400,14 @@ impl DramSpec {
 
         // Latencies.
         let read_latency = latency("latency.read", &preset.latency.read, &timings)?;
+        if read_latency > second {
+            return Err(invalid("latency.read", too_long(read_latency)));
+        }
         let refresh_interval =
             latency("latency.refresh_interval", &preset.latency.refresh_interval, &timings)?;
+        if refresh_interval > second {
+            return Err(invalid("latency.refresh_interval", too_long(refresh_interval)));
+        }
         if refresh != RefreshMode::None && refresh_interval == 0 {
             return Err(DramError::Zero { what: "latency.refresh_interval".into() });
         }
@@ -410,7 +426,15 @@ impl DramSpec {
 
         let mut constraints = Vec::with_capacity(preset.constraints.len());
         for (index, row) in preset.constraints.iter().enumerate() {
-            constraints.push(resolve_constraint(index, row, &timings, refresh_level)?);
+            let c = resolve_constraint(index, row, &timings, refresh_level)?;
+            if c.latency > second {
+                return Err(DramError::BadConstraint {
+                    index,
+                    summary: format!("latency {}", row.latency),
+                    reason: too_long(c.latency),
+                });
+            }
+            constraints.push(c);
         }
         // An all-bank refresh that blocks its unit for a whole interval or more leaves no time to
         // serve anything: the run would livelock, so refuse the preset here.
