@@ -972,6 +972,16 @@ fn unknown_preset_and_bad_options() {
     assert_eq!(code, Some(2));
     let (code, _) = dae_sim_in(here, &["mem", "--memory", &memory, "--trace", "example.bin"]);
     assert_eq!(code, Some(2), "--trace needs --format");
+    // A simple memory's latency past a second (sums of it once wrapped around).
+    let dir = temp_dir("mem-simple-latency");
+    let preset = dir.join("slow.toml");
+    std::fs::write(
+        &preset,
+        "model = \"simple\"\nlatency = \"2s\"\nbandwidth = \"1TB/s\"\ncapacity = \"1GiB\"\nclock = \"1GHz\"\n",
+    )
+    .unwrap();
+    let err = fails(here, &["mem", "--memory", preset.to_str().unwrap(), "--requests", "10"]);
+    says(&err, &["slow.toml", "latency", "at most 1 s"]);
 }
 
 #[test]
