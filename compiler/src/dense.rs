@@ -69,8 +69,8 @@ impl DenseLayer {
                 if sizes.len() < 2 {
                     return Err("sizes: an MLP needs at least an input and an output width".into());
                 }
-                if sizes.contains(&0) {
-                    return Err("sizes: every width must be at least 1".into());
+                if let Some(i) = sizes.iter().position(|&w| w == 0) {
+                    return Err(format!("sizes[{i}] = 0: every width must be at least 1"));
                 }
             }
             DenseLayer::Attention { heads, queries, keys, head_dim, .. } => {
@@ -129,6 +129,8 @@ mod tests {
         assert_eq!(att.cost(3, 2).flops, 3.0 * 2.0 * 4.0 * 64.0 * 8.0);
         assert_eq!((mlp.gemms(), att.gemms()), (2, 2));
         assert!(DenseLayer::Mlp { name: "x".into(), sizes: vec![4] }.validate().is_err());
+        let zero = DenseLayer::Mlp { name: "x".into(), sizes: vec![4, 0, 2] };
+        assert_eq!(zero.validate().unwrap_err(), "sizes[1] = 0: every width must be at least 1");
         let bad = DenseLayer::Attention { name: "a".into(), heads: 0, queries: 1, keys: 1, head_dim: 1 };
         assert_eq!(bad.validate().unwrap_err(), "heads: must be at least 1");
     }

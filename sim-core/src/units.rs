@@ -43,7 +43,7 @@ pub enum UnitError {
         text: String,
     },
     /// The value is not a whole number of the base unit.
-    #[error("\"{text}\" is below the resolution of {resolution}")]
+    #[error("\"{text}\" is not a whole number of {resolution}, the resolution")]
     NotExact {
         /// The offending text.
         text: String,
@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn errors_quote_the_text() {
         let msg = |r: Result<TimeSpan, UnitError>| r.unwrap_err().to_string();
-        assert_eq!(msg(TimeSpan::parse("1.5ps")), "\"1.5ps\" is below the resolution of 1 ps");
+        assert_eq!(msg(TimeSpan::parse("1.5ps")), "\"1.5ps\" is not a whole number of 1 ps, the resolution");
         assert_eq!(
             ByteSize::parse("64Kib").unwrap_err().to_string(),
             "unknown unit \"Kib\" in \"64Kib\"; expected one of: \
