@@ -249,13 +249,11 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
                 |key: &str| doc.error_at(&at(&format!("memory.{key}")), "required for model = \"simple\"");
             let latency = m.latency.ok_or_else(|| need("latency"))?;
             let bandwidth = m.bandwidth.ok_or_else(|| need("bandwidth"))?;
-            if bandwidth.bytes_per_second() == 0 {
-                return Err(doc.error_at(&at("memory.bandwidth"), "must be above zero"));
+            let cfg = SimpleMemoryConfig { latency, bandwidth };
+            if let Some((field, why)) = cfg.out_of_range() {
+                return Err(doc.error_at(&at(&format!("memory.{field}")), why));
             }
-            if latency > mem_model::simple::MAX_LATENCY {
-                return Err(doc.error_at(&at("memory.latency"), "must be at most 1 s"));
-            }
-            MemoryPlan::Simple(SimpleMemoryConfig { latency, bandwidth })
+            MemoryPlan::Simple(cfg)
         }
         MemoryModel::Dram => {
             let preset = m.dram.clone().ok_or_else(|| {

@@ -227,20 +227,18 @@ pub fn load_memory(path: &Path) -> Result<MemoryPreset, MemRunError> {
     let simple = doc.get("model").and_then(|v| v.as_str()) == Some("simple");
     if simple {
         let f: SimpleFile = doc.deserialize()?;
-        if f.bandwidth.bytes_per_second() == 0 {
-            return Err(doc.error_at("bandwidth", "must be above 0 B/s").into());
+        let cfg = SimpleMemoryConfig { latency: f.latency, bandwidth: f.bandwidth };
+        if let Some((field, why)) = cfg.out_of_range() {
+            return Err(doc.error_at(field, why).into());
         }
         if f.capacity.bytes() == 0 {
             return Err(doc.error_at("capacity", "must be above 0 B").into());
-        }
-        if f.latency > mem_model::simple::MAX_LATENCY {
-            return Err(doc.error_at("latency", "must be at most 1 s").into());
         }
         let clock = Clock::new(f.clock).map_err(|e| doc.error_at("clock", e.to_string()))?;
         return Ok(MemoryPreset {
             file: path.to_path_buf(),
             name: f.name.unwrap_or(stem),
-            model: MemoryModel::Simple(SimpleMemoryConfig { latency: f.latency, bandwidth: f.bandwidth }),
+            model: MemoryModel::Simple(cfg),
             clock,
             capacity: f.capacity.bytes(),
             peak_bytes_per_s: f.bandwidth.bytes_per_second() as f64,

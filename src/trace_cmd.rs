@@ -442,6 +442,12 @@ fn draw_sections(
     Ok(())
 }
 
+/// Whether this machine can allocate `n` values of `T` at once (`None`: a count beyond the
+/// address space).
+fn allocatable<T>(n: Option<usize>) -> bool {
+    n.is_some_and(|n| Vec::<T>::new().try_reserve_exact(n).is_ok())
+}
+
 /// The options of an embedding trace, checked before any file is created (a refused run
 /// leaves nothing behind): the distribution it gives, or why not. The row ids held at once
 /// must also fit this machine's memory: a section's (`batch x bag_size`) per table, which
@@ -457,7 +463,7 @@ fn check_gen(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
     // One index generator and one previous section per table, held for the whole run.
     let per_table = std::mem::size_of::<IndexGenerator>() + std::mem::size_of::<Vec<u64>>();
     let state = usize::try_from(a.tables).ok().and_then(|t| t.checked_mul(per_table));
-    if state.is_none_or(|n| Vec::<u8>::new().try_reserve_exact(n).is_err()) {
+    if !allocatable::<u8>(state) {
         return Err(usage(format!(
             "--tables {}: a generator per table ({per_table} B each) is more than this machine can allocate",
             a.tables
@@ -471,11 +477,7 @@ fn check_gen(a: &GenArgs) -> Result<IndexDistribution, TraceCmdError> {
         OutFormat::Daeidx => section.and_then(|n| n.checked_mul(1 + kept)),
         OutFormat::Npy => section.and_then(|n| n.checked_mul(1 + kept + 2 * u64::from(a.tables))),
     };
-    let fits = held.and_then(|n| usize::try_from(n).ok()).is_some_and(|n| {
-        let mut v: Vec<u64> = Vec::new();
-        v.try_reserve_exact(n).is_ok()
-    });
-    if !fits {
+    if !allocatable::<u64>(held.and_then(|n| usize::try_from(n).ok())) {
         return Err(usage(format!(
             "--batch {} x --bag-size {} over {} tables: {} row ids held at once, more than this machine \
              can allocate ({})",

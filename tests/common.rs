@@ -85,6 +85,22 @@ pub fn run_config(cfg: &Path, out: &Path) -> Output {
     dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
 }
 
+/// Rewrites the file at `path` through `edit` (a test's change to a written config).
+pub fn edit_file(path: &Path, edit: impl FnOnce(String) -> String) {
+    let text = std::fs::read_to_string(path).expect("read the file to edit");
+    std::fs::write(path, edit(text)).expect("write the edited file");
+}
+
+/// Runs the experiment `cfg`, which must fail as a bad configuration (exit code 2, no panic);
+/// returns its stderr.
+pub fn config_error(cfg: &Path) -> String {
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet"]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
 /// Runs the experiment `cfg` with its outputs under `out`, checks that it succeeded, and
 /// returns its `results.json`.
 pub fn run_results(cfg: &Path, out: &Path) -> serde_json::Value {

@@ -4,19 +4,20 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{dae_sim, run_config, run_results, small_experiment, temp_dir};
+use common::{config_error, edit_file, run_config, run_results, small_experiment, temp_dir};
 
 #[test]
 fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
     let dir = temp_dir("end-to-end");
     let cfg = small_experiment(&dir, "");
     // The workload of the small experiment gets a bottom and a top MLP.
-    let text = std::fs::read_to_string(&cfg).unwrap().replace(
-        "\n[report]",
-        "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"bottom\"\nsizes = [13, 512, 256, 64]\n\
+    edit_file(&cfg, |text| {
+        text.replace(
+            "\n[report]",
+            "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"bottom\"\nsizes = [13, 512, 256, 64]\n\
          [[workload.dense]]\nkind = \"mlp\"\nname = \"top\"\nsizes = [100, 1024, 512, 1]\n\n[report]",
-    );
-    std::fs::write(&cfg, text).unwrap();
+        )
+    });
     let out = dir.join("out");
     let o = run_config(&cfg, &out);
     let table = String::from_utf8_lossy(&o.stdout).to_string();
@@ -61,14 +62,13 @@ fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
 fn a_bad_dense_layer_names_the_key() {
     let dir = temp_dir("end-to-end-bad");
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap().replace(
-        "\n[report]",
-        "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"m\"\nsizes = [13]\n\n[report]",
-    );
-    std::fs::write(&cfg, text).unwrap();
-    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    edit_file(&cfg, |text| {
+        text.replace(
+            "\n[report]",
+            "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"m\"\nsizes = [13]\n\n[report]",
+        )
+    });
+    let err = config_error(&cfg);
     assert!(err.contains("workload[0].dense") && err.contains("sizes"), "{err}");
 }
 
@@ -124,14 +124,13 @@ fn overheads_at_the_clocks_limit_saturate_instead_of_wrapping() {
     // few microseconds (it did, with "embedding share 100%").
     let dir = temp_dir("dense-saturate");
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace(
+    edit_file(&cfg, |text| {
+        text.replace(
             "\n[report]",
             "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"m\"\nsizes = [13, 64]\n\n[report]",
         )
-        .replacen("name = \"h100\"\n", "name = \"h100\"\ndense.gemm_overhead = \"10000000s\"\n", 1);
-    std::fs::write(&cfg, text).unwrap();
+        .replacen("name = \"h100\"\n", "name = \"h100\"\ndense.gemm_overhead = \"10000000s\"\n", 1)
+    });
     let json = run_results(&cfg, &dir.join("out"));
     let h100 = json["runs"].as_array().unwrap().iter().find(|r| r["system"] == "h100").unwrap();
     let (d, e) = (h100["dense_time_ps"].as_u64().unwrap(), h100["end_to_end_time_ps"].as_u64().unwrap());
@@ -142,14 +141,13 @@ fn overheads_at_the_clocks_limit_saturate_instead_of_wrapping() {
 fn a_simple_memory_latency_beyond_a_second_is_refused() {
     let dir = temp_dir("simple-latency");
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
-        "cores = 4\n",
-        "cores = 4\nmemory = { model = \"simple\", latency = \"2s\", bandwidth = \"1TB/s\" }\n",
-        1,
-    );
-    std::fs::write(&cfg, text).unwrap();
-    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--quiet"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    edit_file(&cfg, |text| {
+        text.replacen(
+            "cores = 4\n",
+            "cores = 4\nmemory = { model = \"simple\", latency = \"2s\", bandwidth = \"1TB/s\" }\n",
+            1,
+        )
+    });
+    let err = config_error(&cfg);
     assert!(err.contains("system[0].memory.latency") && err.contains("at most 1 s"), "{err}");
 }

@@ -4,7 +4,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, dae_sim, small_experiment, temp_dir};
+use common::{config_error, configs, dae_sim, edit_file, small_experiment, temp_dir};
 use dae_sim::experiment::{Experiment, Measured, Overrides, SystemPlan, run_pair};
 use dae_sim::power::EnergyReport;
 
@@ -56,10 +56,9 @@ fn a_gpu_run_at_its_tdp_is_pointed_out() {
     // TDP x time while the kernel runs as fast as before, and the table must say so.
     let dir = temp_dir("power-tdp");
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    let text =
-        text.replacen("name = \"h100\"\n", "name = \"h100\"\npower.tdp_w = 60.0\npower.static_w = 60.0\n", 1);
-    std::fs::write(&cfg, text).unwrap();
+    edit_file(&cfg, |text| {
+        text.replacen("name = \"h100\"\n", "name = \"h100\"\npower.tdp_w = 60.0\npower.static_w = 60.0\n", 1)
+    });
     let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", dir.join("out").to_str().unwrap()]);
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -70,10 +69,9 @@ fn a_gpu_run_at_its_tdp_is_pointed_out() {
 fn measure(system: &str, batch: u32) -> Measured {
     let dir = temp_dir(&format!("power-mono-{system}-{batch}"));
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("[[workload]]\ninclude = ", &format!("[[workload]]\nbatch = {batch}\ninclude = "));
-    std::fs::write(&cfg, text).unwrap();
+    edit_file(&cfg, |text| {
+        text.replace("[[workload]]\ninclude = ", &format!("[[workload]]\nbatch = {batch}\ninclude = "))
+    });
     let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
     let spec = &exp.file.workload[0];
     assert_eq!(spec.batch, batch);
@@ -122,26 +120,14 @@ fn instructions(m: &Measured) -> u64 {
     sum(m.stats.as_ref().unwrap(), "instructions")
 }
 
-/// Runs dae-sim on `config` and returns its stderr, asserting a clean configuration error.
-fn fails(config: &std::path::Path) -> String {
-    let o = dae_sim(&["--config", config.to_str().unwrap(), "--quiet"]);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
-
 #[test]
 fn a_negative_energy_figure_names_the_file_and_key() {
     let dir = temp_dir("power-negative");
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
-        "cores = 4\n",
-        "cores = 4\n[system.power.caches.l2]\naccess_pj = -3.0\n",
-        1,
-    );
-    std::fs::write(&cfg, text).unwrap();
-    let err = fails(&cfg);
+    edit_file(&cfg, |text| {
+        text.replacen("cores = 4\n", "cores = 4\n[system.power.caches.l2]\naccess_pj = -3.0\n", 1)
+    });
+    let err = config_error(&cfg);
     assert!(err.contains("system[0].power.caches.l2.access_pj"), "{err}");
     assert!(err.contains("must be a finite number of at least 0"), "{err}");
     assert!(err.contains(&format!("{}:", cfg.display())), "names the file that set it: {err}");
@@ -162,11 +148,13 @@ fn a_missing_gpu_figure_names_the_preset_and_key() {
     let gpu = dir.join("gpu.toml");
     std::fs::write(&gpu, broken).unwrap();
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace(&configs().join("systems/h100-sxm.toml").display().to_string(), &gpu.display().to_string());
-    std::fs::write(&cfg, text).unwrap();
-    let err = fails(&cfg);
+    edit_file(&cfg, |text| {
+        text.replace(
+            &configs().join("systems/h100-sxm.toml").display().to_string(),
+            &gpu.display().to_string(),
+        )
+    });
+    let err = config_error(&cfg);
     assert!(err.contains("system[2].power.tdp_w"), "{err}");
     assert!(err.contains("required"), "{err}");
 }
@@ -175,13 +163,8 @@ fn a_missing_gpu_figure_names_the_preset_and_key() {
 fn a_gpu_figure_on_a_dae_chip_is_refused_by_key() {
     let dir = temp_dir("power-gpu-key-on-dae");
     let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
-        "cores = 4\n",
-        "cores = 4\n[system.power]\ntdp_w = 5.0\n",
-        1,
-    );
-    std::fs::write(&cfg, text).unwrap();
-    let err = fails(&cfg);
+    edit_file(&cfg, |text| text.replacen("cores = 4\n", "cores = 4\n[system.power]\ntdp_w = 5.0\n", 1));
+    let err = config_error(&cfg);
     assert!(err.contains("system[0].power.tdp_w"), "{err}");
     assert!(err.contains("is a GPU figure"), "{err}");
 }

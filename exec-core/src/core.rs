@@ -1830,7 +1830,7 @@ where
         };
         match mem {
             MemKind::Load | MemKind::Store => {
-                let issue = from.max(self.calendar.reserve_n(class, from, floor, slots));
+                let issue = self.calendar.reserve_n(class, from, floor, slots);
                 self.to_issue.push(Reverse((issue, seq)));
                 // A store is done for retirement once it has issued; its write drains later.
                 (mem == MemKind::Store).then_some(issue + 1)

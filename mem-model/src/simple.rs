@@ -23,6 +23,20 @@ pub struct SimpleMemoryConfig {
     pub bandwidth: Bandwidth,
 }
 
+impl SimpleMemoryConfig {
+    /// The first parameter out of range, as (field, why), for a configuration to name with its
+    /// own key: a zero bandwidth, or a latency above [`MAX_LATENCY`].
+    pub fn out_of_range(&self) -> Option<(&'static str, &'static str)> {
+        if self.bandwidth.bytes_per_second() == 0 {
+            Some(("bandwidth", "must be above zero"))
+        } else if self.latency > MAX_LATENCY {
+            Some(("latency", "must be at most 1 s"))
+        } else {
+            None
+        }
+    }
+}
+
 /// One requester's pair of links and its answers waiting to leave.
 struct Port {
     inp: LinkId,

@@ -188,9 +188,30 @@ fn whole_bursts(what: &str, size: ByteSize, burst_bytes: u64) -> Result<u32, Dra
     u32::try_from(bytes / burst_bytes).map_err(|_| invalid(what, "too many bursts"))
 }
 
-/// Evaluates a latency expression, turning expression errors into [`DramError`]s.
-fn latency(context: &str, text: &str, timings: &BTreeMap<String, u64>) -> Result<u64, DramError> {
-    expr::eval(text, timings).map_err(|e| match e {
+/// A second of cycles at the preset's clock, the bound of every timing and latency: far beyond
+/// any DRAM's, and far enough from the 64-bit picosecond clock that sums of them cannot
+/// overflow (a larger one ended the run as a "deadlock" that named nothing).
+struct OneSecond(Frequency);
+
+impl OneSecond {
+    /// `cycles`, or an error naming `what` if they are more than a second.
+    fn check(&self, what: &str, cycles: u64) -> Result<u64, DramError> {
+        if cycles > self.0.hz() {
+            return Err(invalid(what, format!("{cycles} cycles is more than 1 s at {}", self.0)));
+        }
+        Ok(cycles)
+    }
+}
+
+/// Evaluates a latency expression, turning expression errors into [`DramError`]s; the value
+/// is at most a second of cycles.
+fn latency(
+    context: &str,
+    text: &str,
+    timings: &BTreeMap<String, u64>,
+    second: &OneSecond,
+) -> Result<u64, DramError> {
+    let cycles = expr::eval(text, timings).map_err(|e| match e {
         ExprError::UnknownName(name) => DramError::UnknownTiming {
             context: context.to_string(),
             name,
@@ -205,7 +226,8 @@ fn latency(context: &str, text: &str, timings: &BTreeMap<String, u64>) -> Result
             expr: text.to_string(),
             reason: format!("its value {v} is not a cycle count (0 or more)"),
         },
-    })
+    })?;
+    second.check(context, cycles)
 }
 
 impl DramSpec {
@@ -284,15 +306,9 @@ impl DramSpec {
             ));
         }
         let timings = preset.timing.clone();
-        // A second of cycles bounds every timing: far beyond any DRAM's, and far enough from the
-        // 64-bit picosecond clock that sums of them cannot overflow (a larger one ended the run
-        // as a "deadlock" that named nothing).
-        let second = clock.frequency().hz();
-        let too_long = |v: u64| format!("{v} cycles is more than 1 s at {}", clock.frequency());
+        let second = OneSecond(clock.frequency());
         for (name, &v) in &timings {
-            if v > second {
-                return Err(invalid(format!("timing.{name}"), too_long(v)));
-            }
+            second.check(&format!("timing.{name}"), v)?;
         }
         if let Some(&nbl) = timings.get("nBL")
             && nbl != u64::from(burst_length / tpc)
@@ -399,15 +415,9 @@ impl DramSpec {
             .with_channel_hash(c.channel_hash);
 
         // Latencies.
-        let read_latency = latency("latency.read", &preset.latency.read, &timings)?;
-        if read_latency > second {
-            return Err(invalid("latency.read", too_long(read_latency)));
-        }
+        let read_latency = latency("latency.read", &preset.latency.read, &timings, &second)?;
         let refresh_interval =
-            latency("latency.refresh_interval", &preset.latency.refresh_interval, &timings)?;
-        if refresh_interval > second {
-            return Err(invalid("latency.refresh_interval", too_long(refresh_interval)));
-        }
+            latency("latency.refresh_interval", &preset.latency.refresh_interval, &timings, &second)?;
         if refresh != RefreshMode::None && refresh_interval == 0 {
             return Err(DramError::Zero { what: "latency.refresh_interval".into() });
         }
@@ -426,15 +436,7 @@ impl DramSpec {
 
         let mut constraints = Vec::with_capacity(preset.constraints.len());
         for (index, row) in preset.constraints.iter().enumerate() {
-            let c = resolve_constraint(index, row, &timings, refresh_level)?;
-            if c.latency > second {
-                return Err(DramError::BadConstraint {
-                    index,
-                    summary: format!("latency {}", row.latency),
-                    reason: too_long(c.latency),
-                });
-            }
-            constraints.push(c);
+            constraints.push(resolve_constraint(index, row, &timings, refresh_level, &second)?);
         }
         // An all-bank refresh that blocks its unit for a whole interval or more leaves no time to
         // serve anything: the run would livelock, so refuse the preset here.
@@ -612,6 +614,7 @@ fn resolve_constraint(
     row: &ConstraintPreset,
     timings: &BTreeMap<String, u64>,
     refresh_level: Level,
+    second: &OneSecond,
 ) -> Result<Constraint, DramError> {
     let context = format!("constraint {index}");
     let summary = format!(
@@ -644,7 +647,7 @@ fn resolve_constraint(
     if preceding.is_empty() || following.is_empty() {
         return Err(bad("preceding and following must each name at least one command".into()));
     }
-    let lat = latency(&context, &row.latency, timings)?;
+    let lat = latency(&context, &row.latency, timings, second)?;
     if row.window == 0 || row.window > 16 {
         return Err(bad(format!("window {} must be between 1 and 16", row.window)));
     }

@@ -385,9 +385,10 @@ where
                 s.add(self.stats.bytes_read, u64::from(bytes));
             }
             if self.timed {
-                s.record(self.stats.issue_delay, now - due);
-                r.issue_delay_sum = r.issue_delay_sum.saturating_add(now - due);
-                r.issue_delay_max = r.issue_delay_max.max(now - due);
+                let delay = now - due;
+                s.record(self.stats.issue_delay, delay);
+                r.issue_delay_sum = r.issue_delay_sum.saturating_add(delay);
+                r.issue_delay_max = r.issue_delay_max.max(delay);
             }
         }
     }
