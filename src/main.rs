@@ -126,7 +126,7 @@ struct SweepArgs {
     /// Experiment config file with a `[sweep]` section.
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
-    /// Print the points and exit.
+    /// Print the points (with --shard, that shard's) and exit.
     #[arg(long)]
     list: bool,
     /// Worker threads (default: every host core).
@@ -283,7 +283,7 @@ struct MemArgs {
     /// Bytes per request (generated requests, and trace records without a size).
     #[arg(long, value_name = "SIZE", default_value = "64B")]
     size: ByteSize,
-    /// Most requests in flight [default: peak bandwidth x 1 us / size].
+    /// Most requests in flight [default: peak bandwidth x 1 us / size, between 16 and 65536].
     #[arg(long, value_name = "N")]
     in_flight: Option<u32>,
     /// Master seed of the generators.
@@ -785,7 +785,7 @@ fn sweep(args: &SweepArgs) -> Result<bool> {
     let overrides = Overrides { seed: None, out: args.out.clone() };
     let sw = Sweep::load(&args.config, &overrides)?;
     if args.list {
-        out!("{}", sweep::list(&sw))?;
+        out!("{}", sweep::list(&sw, shard))?;
         return Ok(true);
     }
     prepare_out(&sw.out_dir)?;

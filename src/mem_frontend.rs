@@ -534,9 +534,13 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
     let mut e: Engine<Node> = Engine::new();
     let (drv, mem) = (e.reserve(), e.reserve());
     // One memory cycle each way; the capacity only smooths bursts, the in-flight bound and the
-    // memory's own queues decide how much is outstanding.
-    let link =
-        |name: &str| LinkSpec { name: name.into(), clock: preset.clock, latency_cycles: 1, capacity: 64 };
+    // memory's own queues decide how much is outstanding. A link carries at most its capacity
+    // per cycle, so it holds a quarter more than the memory's peak requests per cycle (wide
+    // memories and small requests: 80 a cycle for 32 B on the H100's HBM3), and 64 at least.
+    let hz = preset.clock.frequency().hz().max(1) as f64;
+    let per_cycle = preset.peak_bytes_per_s / hz / f64::from(opts.bytes.max(1));
+    let capacity = ((1.25 * per_cycle).ceil() as u32).clamp(64, 1 << 20);
+    let link = |name: &str| LinkSpec { name: name.into(), clock: preset.clock, latency_cycles: 1, capacity };
     let req = e.connect(drv, mem, link("driver.req"))?;
     let resp = e.connect(mem, drv, link("driver.resp"))?;
     // The driver and both memory models drain their input on every wake.
@@ -584,6 +588,15 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
     {
         return Err(MemRunError::EmptyTrace { file: path.display().to_string() });
     }
+    // Posted writes are answered on arrival; their data reaches the device later.
+    let data_end = match e.component(mem) {
+        Some(Node::Dram(m)) => m.counters().last_data_tick,
+        _ => 0,
+    };
+    let end_tick = report.last_response.max(data_end);
+    if let Some((Node::Dram(m), stats)) = e.component_and_stats_mut(mem) {
+        m.finish(end_tick, stats);
+    }
     let stats: &Stats = e.stats();
     let read_latency = stats
         .lookup_histogram("driver.read_latency")
@@ -614,8 +627,6 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
         }
         Some(Node::Simple(_)) | Some(Node::Driver(_)) | None => None,
     };
-    // Posted writes are answered on arrival; their data reaches the device later.
-    let end_tick = report.last_response.max(dram.as_ref().and_then(|d| d.data_window).map_or(0, |w| w.1));
     Ok(MemRun {
         driver: report,
         read_latency,
@@ -684,7 +695,7 @@ pub fn table(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions, run: &
             None if run.driver.steady_window().is_none() => {
                 "n/a (every request was sent before the first answer)".into()
             }
-            None => "n/a (no reads to time it by)".into(),
+            None => "n/a (no read was answered between the first answer and the last send)".into(),
         },
     );
     let l = &run.read_latency;

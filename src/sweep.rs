@@ -599,9 +599,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(usize, usize), SweepError>
     Ok((found, n))
 }
 
-/// The points as a table, for `--list`.
-pub fn list(sweep: &Sweep) -> String {
-    sweep.points.iter().map(|p| format!("{:>5}  {}\n", p.index, p.label())).collect()
+/// The points as a table, for `--list`: a shard's only, when one is given.
+pub fn list(sweep: &Sweep, shard: Option<Shard>) -> String {
+    sweep
+        .selected(shard)
+        .into_iter()
+        .map(|i| &sweep.points[i])
+        .map(|p| format!("{:>5}  {}\n", p.index, p.label()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -652,6 +652,9 @@ pub fn run(
     // The run ends when the last core and unit have finished (every request of theirs
     // answered), not at the last event: a stale timer firing later is not simulated time.
     let end_tick = finish_tick(&e, &cores, &units).unwrap_or(summary.end_tick);
+    if let Some((Node::Dram(d), stats)) = e.component_and_stats_mut(mem) {
+        d.finish(end_tick, stats);
+    }
 
     // Outputs equal the reference bit for bit, or lie within its error bound where the
     // operation's sums round (see `EmbeddingBagInstance::tolerance`).

@@ -71,6 +71,11 @@ fn list_prints_every_point_in_product_order() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 6, "{text}");
     assert_eq!(lines[1].trim(), "1  system.dae.cores=1, system.dae.access_unit.outq_entries=32");
+    // A shard lists its own points: indices 1, 4 of 0..6 for shard 1/3.
+    let o = dae_sim(&["sweep", "--config", cfg.to_str().unwrap(), "--shard", "1/3", "--list"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let index: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(index, ["1", "4"], "{text}");
     assert!(!dir.join("out").exists());
 }
 

@@ -323,6 +323,9 @@ pub fn run(
             / l1_accesses as f64)
             .round() as u64;
     }
+    if let Some((GpuNode::Dram(d), stats)) = e.component_and_stats_mut(dram) {
+        d.finish(total.finished, stats);
+    }
     let counters = match e.component(dram) {
         Some(GpuNode::Dram(d)) => d.counters(),
         _ => return Err(build("hbm", "missing")),

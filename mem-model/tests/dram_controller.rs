@@ -8,7 +8,7 @@
 #[path = "dram_helpers.rs"]
 mod helpers;
 
-use helpers::{Outcome, run_plan, spec, spec_with};
+use helpers::{Outcome, run_plan, run_plan_to, spec, spec_with};
 use mem_model::MemRequest;
 use mem_model::dram::{Command, DramAddr, DramSpec, IssuedCommand, check_log};
 
@@ -174,6 +174,23 @@ fn an_idle_channel_sleeps_and_catches_up_on_refresh() {
     assert_eq!(o.counters.row_misses, 2);
     assert_eq!(latency(&o, 2, later), 55 * TCK);
     check_log(&s, &o.log).unwrap();
+}
+
+#[test]
+fn the_refreshes_of_channels_idle_at_the_end_are_counted() {
+    let s = spec("hbm3-6400");
+    let a = addr(&s, 0, 0, 0, 0, 5, 0);
+    // 20 us: five tREFI. Only channel 0 sees traffic; the other 15 sleep throughout.
+    let plan = vec![read(1, a, 32, 0), read(2, a, 32, 20_000_000)];
+    let o = run_plan(&s, plan.clone(), 4, false);
+    assert_eq!(
+        o.counters.refreshes(),
+        2 * 5,
+        "channel 0's two pseudo-channels, caught up by the second read"
+    );
+    let o = run_plan_to(&s, plan, 4, false, Some(o.end_tick));
+    assert_eq!(o.counters.refreshes(), 32 * 5, "every pseudo-channel's five, once finished");
+    assert_eq!(o.stats.lookup_counter("mem.refreshes"), Some(32 * 5));
 }
 
 #[test]

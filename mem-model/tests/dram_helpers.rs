@@ -133,7 +133,18 @@ impl Outcome {
 
 /// Runs `plan` (requests with their send tick in `issued`, sorted) through a DRAM of `spec`,
 /// over 1-cycle links of the DRAM clock with room for `capacity` messages.
-pub fn run_plan(spec: &DramSpec, mut plan: Vec<MemRequest>, capacity: u32, log: bool) -> Outcome {
+pub fn run_plan(spec: &DramSpec, plan: Vec<MemRequest>, capacity: u32, log: bool) -> Outcome {
+    run_plan_to(spec, plan, capacity, log, None)
+}
+
+/// [`run_plan`], then [`Dram::finish`] at `end` (when given) before reading the results.
+pub fn run_plan_to(
+    spec: &DramSpec,
+    mut plan: Vec<MemRequest>,
+    capacity: u32,
+    log: bool,
+    end: Option<Tick>,
+) -> Outcome {
     plan.sort_by_key(|r| r.issued);
     let mut e: Engine<Node> = Engine::new();
     let (cpu, mem) = (e.reserve(), e.reserve());
@@ -146,6 +157,9 @@ pub fn run_plan(spec: &DramSpec, mut plan: Vec<MemRequest>, capacity: u32, log: 
         .unwrap();
     e.install(mem, Node::Mem(Box::new(dram))).unwrap();
     let summary = e.run(None).unwrap_or_else(|err| panic!("{err}"));
+    if let (Some(end), Some((Node::Mem(m), stats))) = (end, e.component_and_stats_mut(mem)) {
+        m.finish(end, stats);
+    }
     let Some(Node::Script(s)) = e.component(cpu) else { unreachable!() };
     let Some(Node::Mem(m)) = e.component(mem) else { unreachable!() };
     Outcome {

@@ -340,11 +340,28 @@ fn address_beyond_capacity_stops_the_driver_with_file_and_line() {
         r.driver().error().map(|e| e.to_string()).as_deref(),
         Some("t.trace:3: address 0x1000 (+64 B) is outside the memory's capacity of 4KiB (0x1000 B)")
     );
-    // A request that starts inside but ends outside is out of range too.
-    let src = Box::new(RamulatorReader::new(&b"LD 0xfe0\n"[..], "t.trace"));
-    let r = run(src, cfg, 16, None);
+    // A request that starts inside but ends outside is out of range too: 48 B requests align
+    // 0xff0 (4080) to itself, and it ends at 4128.
+    let src = Box::new(RamulatorReader::new(&b"LD 0xff0\n"[..], "t.trace"));
+    let r = run(src, DriverConfig { bytes: 48, ..cfg }, 16, None);
     assert!(r.driver().error().is_some());
     assert!(r.recorder().seen.is_empty());
+}
+
+#[test]
+fn sizeless_records_are_aligned_to_the_request_size() {
+    // As DRAMsim3 and Ramulator drop the offset within a transaction: 0xfe0 is the 64 B at 0xfc0,
+    // inside a 4 KiB memory; with 48 B requests 0x64 (100) is the one at 96.
+    let text = "LD 0xfe0\nLD 0x47\n";
+    let src = Box::new(RamulatorReader::new(text.as_bytes(), "t.trace"));
+    let cfg = DriverConfig { capacity: Some(4096), ..config(4, Pacing::Max) };
+    let r = run(src, cfg, 16, None);
+    assert!(r.driver().error().is_none());
+    let addrs: Vec<u64> = r.recorder().seen.iter().map(|(q, _)| q.addr).collect();
+    assert_eq!(addrs, [0xfc0, 0x40]);
+    let src = Box::new(RamulatorReader::new(&b"LD 0x64\n"[..], "t.trace"));
+    let r = run(src, DriverConfig { bytes: 48, ..cfg }, 16, None);
+    assert_eq!(r.recorder().seen.iter().map(|(q, _)| q.addr).collect::<Vec<_>>(), [96]);
 }
 
 #[test]

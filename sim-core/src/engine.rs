@@ -415,6 +415,13 @@ impl<C: Component> Engine<C> {
         self.components.get_mut(id.index()).and_then(Option::as_mut)
     }
 
+    /// A component and the statistics registry together, for a component that books its last
+    /// figures after the run (see `mem_model::dram::Dram::finish`).
+    pub fn component_and_stats_mut(&mut self, id: ComponentId) -> Option<(&mut C, &mut Stats)> {
+        let c = self.components.get_mut(id.index()).and_then(Option::as_mut)?;
+        Some((c, &mut self.kernel.stats))
+    }
+
     /// Snapshots of every link.
     pub fn link_reports(&self) -> Vec<LinkReport> {
         self.kernel.links.iter().map(|l| self.link_report(l)).collect()

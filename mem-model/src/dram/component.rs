@@ -31,7 +31,9 @@
 //! are queued as one controller entry.
 
 use crate::dram::command::{Command, NUM_COMMANDS};
-use crate::dram::controller::{Controller, FIRST_ACT, FIRST_PRE, Issued, NO_REQ, Owed, RunOut};
+use crate::dram::controller::{
+    Controller, FIRST_ACT, FIRST_COUNTED, FIRST_PRE, Issued, NO_REQ, Owed, RunOut,
+};
 use crate::dram::counters::{DramCounters, StatIds};
 use crate::dram::device::Device;
 use crate::dram::error::DramError;
@@ -141,7 +143,6 @@ struct ReqState {
     port: u32,
     /// Bursts not yet done (reads: data returned; writes: WR issued).
     remaining: u32,
-    classified: bool,
 }
 
 /// The part of a request not yet queued (its controller's queue was full).
@@ -358,7 +359,7 @@ where
             None => (req.addr - req.addr % burst, (req.addr + len).div_ceil(burst) * burst),
         };
         let bursts = u32::try_from((end - start) / burst).unwrap_or(u32::MAX);
-        let state = ReqState { req, arrival: now, port: p as u32, remaining: bursts, classified: false };
+        let state = ReqState { req, arrival: now, port: p as u32, remaining: bursts };
         let slot = match self.free_reqs.pop() {
             Some(s) => {
                 self.reqs[s as usize] = state;
@@ -416,8 +417,17 @@ where
                 self.absorb(ctx);
             }
             let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
-            let wake =
-                self.ctrls[i].push(&self.device, write, bank, a.row, a.column, n as u16, split.slot, cycle);
+            // The rest of a chunk that a full queue cut: the same row access as its first part,
+            // which was queued first and is classified for both.
+            let counted = lo != 0 && split.next / burst > self.reqs[split.slot as usize].req.addr / burst;
+            let wake = self.ctrls[i].push(
+                &self.device,
+                write,
+                (bank, a.row, a.column),
+                n as u16,
+                (split.slot, counted),
+                cycle,
+            );
             self.wake_at[i] = self.wake_at[i].min(wake);
             self.min_wake = self.min_wake.min(wake);
             split.next += n * burst;
@@ -531,9 +541,7 @@ where
         }
         self.counters.served[i] += 1;
         stats.inc(self.ids.served[i]);
-        let r = &mut self.reqs[is.req as usize];
-        if !r.classified {
-            r.classified = true;
+        if is.first != FIRST_COUNTED {
             let (counter, id) = match is.first {
                 FIRST_ACT => (&mut self.counters.row_misses, self.ids.row_misses),
                 FIRST_PRE => (&mut self.counters.row_conflicts, self.ids.row_conflicts),
@@ -542,6 +550,7 @@ where
             *counter += 1;
             stats.inc(id);
         }
+        let r = &mut self.reqs[is.req as usize];
         let data_end = is.cycle + if cmd.is_read() { self.read_latency } else { self.write_latency };
         let (first, last) = &mut self.data_cycles;
         *first = (*first).min(data_end.saturating_sub(self.burst_cycles));
@@ -558,6 +567,24 @@ where
                 self.free_req(is.req);
             }
         }
+    }
+
+    /// Books the refreshes that pseudo-channels asleep at the end of a run owed up to `end`
+    /// (the run's last tick). A sleeping pseudo-channel replays its refreshes only when it or
+    /// a sibling next has work, so without this a channel idle at the end would count none
+    /// after its last command. Call once, after the last engine run.
+    pub fn finish(&mut self, end: Tick, stats: &mut Stats) {
+        let cycle = self.ticker.cycle_floor(end);
+        for i in 0..self.ctrls.len() {
+            // Awake only for a refresh (the run stopped with its timer pending): replayed too.
+            if self.ctrls[i].queued() == (0, 0) {
+                self.wake_at[i] = u64::MAX;
+            }
+        }
+        for ch in 0..self.ctrls.len() / self.pcs as usize {
+            self.catch_up(ch, cycle, stats);
+        }
+        self.absorb_into(stats);
     }
 
     /// Replays, merged in time order, the refreshes that the sleeping controllers of channel

@@ -57,12 +57,14 @@ const NIL: u16 = u16::MAX;
 /// No request (refresh commands).
 pub(crate) const NO_REQ: u32 = u32::MAX;
 
-/// The first command issued on behalf of an entry: how its request is classified.
+/// The first command issued on behalf of an entry (a row access): how it is classified.
 pub(crate) const FIRST_NONE: u8 = 0;
 /// Its first command was an ACT: a row miss (closed bank).
 pub(crate) const FIRST_ACT: u8 = 1;
 /// Its first command was a PRE: a row conflict.
 pub(crate) const FIRST_PRE: u8 = 2;
+/// Its first burst has been issued, and classified: its later bursts are not counted again.
+pub(crate) const FIRST_COUNTED: u8 = 3;
 
 /// Candidate kinds, one per command bus: a bank's column (row-hit) candidate and its row
 /// (ACT/PRE) candidate.
@@ -593,24 +595,24 @@ impl Controller {
         if self.write_mode { w == 0 || (w <= self.low && r > 0) } else { w > 0 && (w >= self.high || r == 0) }
     }
 
-    /// Queues `count` bursts of request `req` arriving at `cycle`, consecutive in bank `bank`,
-    /// row `row`, from column `column`, and returns the cycle at which the controller must run
-    /// because of them (at the latest). The caller has checked [`Controller::room`].
-    #[allow(clippy::too_many_arguments)]
+    /// Queues `count` bursts of request `req` arriving at `cycle`, consecutive in bank, row and
+    /// column `at` on, and returns the cycle at which the controller must run because of them
+    /// (at the latest). `counted`: they continue a row access already queued, which is
+    /// classified for them. The caller has checked [`Controller::room`].
     pub(crate) fn push(
         &mut self,
         dev: &Device,
         write: bool,
-        bank: u16,
-        row: u32,
-        column: u32,
+        at: (u16, u32, u32),
         count: u16,
-        req: u32,
+        (req, counted): (u32, bool),
         cycle: u64,
     ) -> u64 {
         let Some(i) = self.free.pop() else { return cycle };
         let d = write as usize;
-        let e = Entry { next: NIL, count, row, column, seq: self.seq + 1, req, first: FIRST_NONE };
+        let (bank, row, column) = at;
+        let first = if counted { FIRST_COUNTED } else { FIRST_NONE };
+        let e = Entry { next: NIL, count, row, column, seq: self.seq + 1, req, first };
         self.seq += u64::from(count);
         self.entries[i as usize] = e;
         let b = &mut self.banks[bank as usize];
@@ -1069,6 +1071,7 @@ impl Controller {
                     continued = self.page == PagePolicy::Open
                         && (self.scheduler != Scheduler::FrFcfsCap || bank.hits[d] == bank.len[d]);
                     let next = &mut self.entries[i];
+                    next.first = FIRST_COUNTED;
                     next.count -= 1;
                     next.column += 1;
                     next.seq += 1;

@@ -7,9 +7,11 @@
 //! [`crate::dram::Dram::counters`] can hand a snapshot to the front end (per-channel balance,
 //! row-buffer locality) without going through the statistics tree.
 //!
-//! Row-buffer outcome is classified per request, at its first column command, by what its first
-//! burst needed: nothing (hit: the row was open, possibly opened for an earlier request), an ACT
-//! (miss: the bank was closed) or a PRE (conflict: another row was open).
+//! Row-buffer outcome is classified per row access, at its first column command, by what its
+//! first burst needed: nothing (hit: the row was open, possibly opened for an earlier request),
+//! an ACT (miss: the bank was closed) or a PRE (conflict: another row was open). A row access is
+//! a request's bursts in one bank and row (one controller entry): a 64 B request on 32 B bursts
+//! is one, a 4 KiB request over a 256 B interleave sixteen, one per bank it visits.
 
 use crate::dram::command::{Command, NUM_COMMANDS};
 use sim_core::{CounterId, HistogramId, Stats, StatsError, Tick};
@@ -29,11 +31,11 @@ pub struct DramCounters {
     pub bursts_read: u64,
     /// Write bursts (WR/WRA) issued.
     pub bursts_written: u64,
-    /// Requests whose first burst found its row open.
+    /// Row accesses whose first burst found its row open.
     pub row_hits: u64,
-    /// Requests whose first burst found its bank closed.
+    /// Row accesses whose first burst found its bank closed.
     pub row_misses: u64,
-    /// Requests whose first burst found another row open.
+    /// Row accesses whose first burst found another row open.
     pub row_conflicts: u64,
     /// Commands issued, indexed by [`Command::index`].
     pub commands: [u64; NUM_COMMANDS],
@@ -85,7 +87,7 @@ impl DramCounters {
         }
     }
 
-    /// Fraction of classified requests that were row hits.
+    /// Fraction of classified row accesses that were row hits.
     pub fn row_hit_rate(&self) -> f64 {
         let n = self.row_hits + self.row_misses + self.row_conflicts;
         if n == 0 { 0.0 } else { self.row_hits as f64 / n as f64 }

@@ -16,7 +16,8 @@
 //! its channel issues a command (a request waking it, or a sibling pseudo-channel's run). The
 //! sleepers of a channel are replayed together in time order, since they share its command
 //! buses: a backlog replayed after a sibling's later commands would be pushed into the present.
-//! Refreshes of a channel that never receives another request are therefore not counted. A
+//! The refreshes of channels still asleep at the end of a run are replayed up to its last tick
+//! then (`Dram::finish`), so every refresh that fell due is counted. A
 //! channel that has only refreshed for two pattern periods repeats itself exactly, so the
 //! component skips whole periods of a long sleep at once (`Dram`'s catch-up): the schedules
 //! and the device's timing slots move on by the periods skipped and their refreshes are

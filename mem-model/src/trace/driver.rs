@@ -11,6 +11,11 @@
 //! and how late each timed request left ([`Pacing`]). It is finished when the source is
 //! exhausted and every response has arrived.
 //!
+//! A record without a size (the text formats) is a transaction of the request size: its
+//! address is aligned down to a multiple of that size, since DRAMsim3 and Ramulator, whose
+//! traces these are, drop an address's offset within a transaction. A record with a size (the
+//! binary format) moves exactly its bytes, aligned or not.
+//!
 //! A trace error (a bad line, a corrupted binary file, an address beyond the memory's
 //! capacity) stops the driver from issuing more: it waits for the responses in flight, then
 //! finishes, and [`TraceDriver::error`] holds the error for the caller to report.
@@ -271,8 +276,13 @@ impl<M, S: TraceSource> TraceDriver<M, S> {
     /// Reads the next record into `self.next`, checking it against the memory's capacity.
     fn fetch(&mut self) {
         match self.source.next_record() {
-            Ok(Some(rec)) => {
+            Ok(Some(mut rec)) => {
                 let bytes = rec.bytes.unwrap_or(self.cfg.bytes);
+                if rec.bytes.is_none() {
+                    // A transaction of the request size (DRAMsim3's and Ramulator's traces): the
+                    // one holding the address, as they drop its offset bits.
+                    rec.addr -= rec.addr % u64::from(bytes);
+                }
                 if let Some(capacity) = self.cfg.capacity {
                     let end = rec.addr.checked_add(u64::from(bytes));
                     if end.is_none_or(|end| end > capacity) {
