@@ -590,7 +590,7 @@ pub fn run(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions) -> Resul
     }
     // Posted writes are answered on arrival; their data reaches the device later.
     let data_end = match e.component(mem) {
-        Some(Node::Dram(m)) => m.counters().last_data_tick,
+        Some(Node::Dram(m)) => m.last_data_tick(),
         _ => 0,
     };
     let end_tick = report.last_response.max(data_end);

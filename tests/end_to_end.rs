@@ -6,17 +6,24 @@ mod common;
 
 use common::{config_error, edit_file, run_config, run_results, small_experiment, temp_dir};
 
+/// `text` (the small experiment) with MLPs `(name, sizes)` added to its workload.
+fn with_mlps(text: String, mlps: &[(&str, &[u64])]) -> String {
+    let dense: String = mlps
+        .iter()
+        .map(|(name, sizes)| {
+            format!("[[workload.dense]]\nkind = \"mlp\"\nname = \"{name}\"\nsizes = {sizes:?}\n")
+        })
+        .collect();
+    text.replace("\n[report]", &format!("\n{dense}\n[report]"))
+}
+
 #[test]
 fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
     let dir = temp_dir("end-to-end");
     let cfg = small_experiment(&dir, "");
     // The workload of the small experiment gets a bottom and a top MLP.
     edit_file(&cfg, |text| {
-        text.replace(
-            "\n[report]",
-            "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"bottom\"\nsizes = [13, 512, 256, 64]\n\
-         [[workload.dense]]\nkind = \"mlp\"\nname = \"top\"\nsizes = [100, 1024, 512, 1]\n\n[report]",
-        )
+        with_mlps(text, &[("bottom", &[13, 512, 256, 64]), ("top", &[100, 1024, 512, 1])])
     });
     let out = dir.join("out");
     let o = run_config(&cfg, &out);
@@ -62,12 +69,7 @@ fn dense_layers_add_a_roofline_time_and_an_embedding_share() {
 fn a_bad_dense_layer_names_the_key() {
     let dir = temp_dir("end-to-end-bad");
     let cfg = small_experiment(&dir, "");
-    edit_file(&cfg, |text| {
-        text.replace(
-            "\n[report]",
-            "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"m\"\nsizes = [13]\n\n[report]",
-        )
-    });
+    edit_file(&cfg, |text| with_mlps(text, &[("m", &[13])]));
     let err = config_error(&cfg);
     assert!(err.contains("workload[0].dense") && err.contains("sizes"), "{err}");
 }
@@ -125,11 +127,11 @@ fn overheads_at_the_clocks_limit_saturate_instead_of_wrapping() {
     let dir = temp_dir("dense-saturate");
     let cfg = small_experiment(&dir, "");
     edit_file(&cfg, |text| {
-        text.replace(
-            "\n[report]",
-            "\n[[workload.dense]]\nkind = \"mlp\"\nname = \"m\"\nsizes = [13, 64]\n\n[report]",
+        with_mlps(text, &[("m", &[13, 64])]).replacen(
+            "name = \"h100\"\n",
+            "name = \"h100\"\ndense.gemm_overhead = \"10000000s\"\n",
+            1,
         )
-        .replacen("name = \"h100\"\n", "name = \"h100\"\ndense.gemm_overhead = \"10000000s\"\n", 1)
     });
     let json = run_results(&cfg, &dir.join("out"));
     let h100 = json["runs"].as_array().unwrap().iter().find(|r| r["system"] == "h100").unwrap();

@@ -278,10 +278,16 @@ impl<M> Dram<M> {
     /// A snapshot of its counters.
     pub fn counters(&self) -> DramCounters {
         let mut c = self.counters.clone();
-        let (first, last) = self.data_cycles;
+        let first = self.data_cycles.0;
         c.first_data_tick = (first != u64::MAX).then(|| self.ticker.tick(first));
-        c.last_data_tick = if first == u64::MAX { 0 } else { self.ticker.tick(last) };
+        c.last_data_tick = self.last_data_tick();
         c
+    }
+
+    /// When the last data burst so far ends (0 before any): [`DramCounters::last_data_tick`].
+    pub fn last_data_tick(&self) -> Tick {
+        let (first, last) = self.data_cycles;
+        if first == u64::MAX { 0 } else { self.ticker.tick(last) }
     }
 
     /// Turns the command log on (clearing it) or off.
