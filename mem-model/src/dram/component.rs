@@ -32,7 +32,7 @@
 
 use crate::dram::command::{Command, NUM_COMMANDS};
 use crate::dram::controller::{
-    Controller, FIRST_ACT, FIRST_COUNTED, FIRST_PRE, Issued, NO_REQ, Owed, RunOut,
+    BurstRun, Controller, FIRST_ACT, FIRST_COUNTED, FIRST_PRE, Issued, NO_REQ, Owed, RunOut,
 };
 use crate::dram::counters::{DramCounters, StatIds};
 use crate::dram::device::Device;
@@ -426,14 +426,16 @@ where
             // The rest of a chunk that a full queue cut: the same row access as its first part,
             // which was queued first and is classified for both.
             let counted = lo != 0 && split.next / burst > self.reqs[split.slot as usize].req.addr / burst;
-            let wake = self.ctrls[i].push(
-                &self.device,
+            let run = BurstRun {
                 write,
-                (bank, a.row, a.column),
-                n as u16,
-                (split.slot, counted),
-                cycle,
-            );
+                bank,
+                row: a.row,
+                column: a.column,
+                count: n as u16,
+                req: split.slot,
+                counted,
+            };
+            let wake = self.ctrls[i].push(&self.device, run, cycle);
             self.wake_at[i] = self.wake_at[i].min(wake);
             self.min_wake = self.min_wake.min(wake);
             split.next += n * burst;

@@ -343,6 +343,23 @@ impl Bus {
     }
 }
 
+/// Bursts to queue: one request's consecutive bursts in one bank and row, consecutive columns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BurstRun {
+    pub(crate) write: bool,
+    /// Bank index within the pseudo-channel.
+    pub(crate) bank: u16,
+    pub(crate) row: u32,
+    /// Column of the first burst.
+    pub(crate) column: u32,
+    /// Bursts.
+    pub(crate) count: u16,
+    /// The request served.
+    pub(crate) req: u32,
+    /// They continue a row access already queued, which is classified for them.
+    pub(crate) counted: bool,
+}
+
 /// A command a controller issued, for the component's bookkeeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Issued {
@@ -595,22 +612,12 @@ impl Controller {
         if self.write_mode { w == 0 || (w <= self.low && r > 0) } else { w > 0 && (w >= self.high || r == 0) }
     }
 
-    /// Queues `count` bursts of request `req` arriving at `cycle`, consecutive in bank, row and
-    /// column `at` on, and returns the cycle at which the controller must run because of them
-    /// (at the latest). `counted`: they continue a row access already queued, which is
-    /// classified for them. The caller has checked [`Controller::room`].
-    pub(crate) fn push(
-        &mut self,
-        dev: &Device,
-        write: bool,
-        at: (u16, u32, u32),
-        count: u16,
-        (req, counted): (u32, bool),
-        cycle: u64,
-    ) -> u64 {
+    /// Queues `run`, arriving at `cycle`, and returns the cycle at which the controller must run
+    /// because of it (at the latest). The caller has checked [`Controller::room`].
+    pub(crate) fn push(&mut self, dev: &Device, run: BurstRun, cycle: u64) -> u64 {
         let Some(i) = self.free.pop() else { return cycle };
+        let BurstRun { write, bank, row, column, count, req, counted } = run;
         let d = write as usize;
-        let (bank, row, column) = at;
         let first = if counted { FIRST_COUNTED } else { FIRST_NONE };
         let e = Entry { next: NIL, count, row, column, seq: self.seq + 1, req, first };
         self.seq += u64::from(count);
