@@ -584,6 +584,10 @@ pub fn run(
         cores.push((name, core));
     }
 
+    // The network sends runs of `granule` bytes to each LLC bank (validated: a whole number of
+    // lines).
+    let granule = sys.caches.noc.as_ref().and_then(|n| n.granule).map_or(line.bytes(), |g| g.bytes());
+    let run_lines = (granule / line.bytes()).max(1);
     // Caches whose every arrival wake polls all their inputs.
     let mut polling = Vec::new();
     for (name, id, (down_req, down_resp), cfg, banks) in &caches {
@@ -591,8 +595,8 @@ pub fn run(
         let mut cache =
             Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|err| build_err(name, err))?;
         if *banks > 1 {
-            // Banks interleave lines: each indexes its sets above the bank bits.
-            cache = cache.interleaved(*banks);
+            // Banks interleave runs of lines: each indexes its sets without the bank digit.
+            cache = cache.interleaved(*banks, run_lines);
         }
         if cache.polls_every_input() {
             polling.push(*id);

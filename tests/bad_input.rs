@@ -236,6 +236,27 @@ fn values_the_components_would_refuse_at_build_are_named_at_load() {
                 "above the supported maximum",
             ),
             (
+                "noc = { topology = { kind = \"crossbar\", cycles = 9000000000000000000 } }",
+                "noc.topology.cycles",
+                "above the supported maximum of 1000000 cycles",
+            ),
+            (
+                "noc = { topology = { kind = \"mesh\", cols = 0, rows = 2, cycles_per_hop = 1 } }",
+                "noc.topology.cols",
+                "at least 1",
+            ),
+            (
+                "noc = { topology = { kind = \"mesh\", cols = 2, rows = 2, cycles_per_hop = 1, \
+                 upstream_nodes = [0, 9] } }",
+                "noc.topology.upstream_nodes",
+                "upstream_nodes[1] = 9 is outside the 4 nodes",
+            ),
+            (
+                "noc = { topology = { kind = \"crossbar\", cycles = 8 }, granule = \"32B\" }",
+                "noc.granule",
+                "must be at least the line size (64B)",
+            ),
+            (
                 "caches.llc_banks = 100000",
                 "system[1].caches.llc_banks",
                 "must be 0 (one bank per core) to 4096",

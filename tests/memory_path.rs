@@ -94,3 +94,42 @@ fn the_memory_link_converts_to_whole_cycles_exactly() {
         assert_eq!(sys.memory_link_cycles, cycles, "{latency}");
     }
 }
+
+#[test]
+fn llc_banks_use_every_set_whatever_the_network_granule() {
+    // A 32 KiB table over four 4 KiB LLC banks (16 KiB in all): with 256 B or 4 KiB runs per
+    // bank, each bank once indexed its sets by line / banks as if single lines were
+    // interleaved, used a quarter of them (or less) and missed 17x as often.
+    let dir = temp_dir("llc-granule");
+    let dae = configs().join("systems/dae-hbm3.toml");
+    let wl = dir.join("table.toml");
+    std::fs::write(
+        &wl,
+        "name = \"t32k\"\nop = \"embedding_bag\"\npooling = \"sum\"\ntables = 1\nrows = 128\ndim = 64\n\
+         dtype = \"f32\"\nbatch = 256\nbag_size = 32\n[indices]\ndistribution = \"uniform\"\n",
+    )
+    .unwrap();
+    let mut text = String::from("[experiment]\nname = \"g\"\nseed = 42\n");
+    for (name, granule) in [("g64", "64B"), ("g256", "256B"), ("g4k", "4KiB")] {
+        text += &format!(
+            "[[system]]\nname = \"{name}\"\ninclude = \"{}\"\ncores = 4\ncaches.llc.size = \"16KiB\"\n\
+             noc = {{ topology = {{ kind = \"crossbar\", cycles = 8 }}, granule = \"{granule}\" }}\n",
+            dae.display()
+        );
+    }
+    text += &format!("[[workload]]\ninclude = \"{}\"\n", wl.display());
+    let cfg = dir.join("g.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let json = run_results(&cfg, &dir.join("out"));
+    let misses = |name: &str| {
+        let r = json["runs"].as_array().unwrap().iter().find(|r| r["system"] == name).unwrap();
+        (0..4).map(|b| r["stats"][format!("llc{b}")]["misses"].as_u64().unwrap()).sum::<u64>()
+    };
+    let line = misses("g64");
+    // The table and its indices are about 1000 lines: compulsory misses, a few more.
+    assert!((900..1300).contains(&line), "{line}");
+    for name in ["g256", "g4k"] {
+        let m = misses(name);
+        assert!(m.abs_diff(line) * 20 < line, "{name}: {m} misses against {line} with line interleave");
+    }
+}

@@ -240,7 +240,9 @@ pub fn run(
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
         let mut c = Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|x| build(name, x))?;
         if *banks > 1 {
-            c = c.interleaved(*banks);
+            // Slices own pseudo-channels: runs of the DRAM's interleave unit.
+            let run_lines = (gpu.dram.interleave_bytes() / cfg.line.bytes()).max(1);
+            c = c.interleaved(*banks, run_lines);
         }
         e.install(*id, GpuNode::Cache(c)).map_err(|x| build(name, x))?;
     }

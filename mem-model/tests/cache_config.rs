@@ -170,7 +170,7 @@ fn crossbar_presets_parse_and_bad_ones_name_the_field() {
     // downstream_nodes lists two nodes but there is one downstream port.
     assert_eq!(
         build(&x, &mut stats).unwrap(),
-        "crossbar topology: mesh downstream_nodes lists 2 nodes but there are 1 ports"
+        "network topology: mesh downstream_nodes lists 2 nodes but there are 1 ports"
     );
     let none = CrossbarLinks { upstream: &[], downstream: &[(l, m)] };
     let err = Crossbar::<Msg>::new("x", &x, clock(), none, line, &mut stats).err().unwrap();

@@ -159,3 +159,38 @@ fn ports_share_the_lookups_round_robin() {
     assert_eq!(last(0).abs_diff(last(1)), NS, "neither port starves the other");
     assert_eq!(last(0).max(last(1)), (1 + 15 + 4 + 1) * NS, "sixteen lookups in sixteen cycles");
 }
+
+#[test]
+fn a_miss_to_a_set_whose_ways_all_wait_for_fills_goes_without_allocating() {
+    // Direct mapped, one set: A's fill holds the only way. B, C and D used to wait in the port
+    // for that fill (and everything behind them with it); now B and C fetch for themselves
+    // without allocating, D writes through, and A alone is cached afterwards.
+    let cfg = config(
+        r#"size = "64B"
+           associativity = 1
+           line = "64B"
+           mshrs = 4
+           hit_latency_cycles = 4"#,
+    );
+    let (a, b, c, d) = (0, 64, 128, 192);
+    let reqs = [
+        (0, rd(a, 64)),
+        (0, rd(b, 64)),
+        (0, rd(c, 8)),
+        (0, wr(d, 8)),
+        (300 * NS, rd(a, 8)),
+        (300 * NS, rd(b, 64)),
+    ];
+    let s = Single::new(&cfg, vec![script(&reqs)], 100, 8).run();
+    let reads: Vec<u64> = s.probe().reads().iter().map(|r| r.0).collect();
+    assert_eq!(reads, [a, b, c, b], "B is fetched again: it was never installed");
+    assert_eq!(s.probe().writes(), vec![(d, 8)]);
+    let drv = s.driver(0);
+    let at: Vec<Tick> = (0..6).map(|i| drv.answer(i).at / NS).collect();
+    // Lookups one per cycle from 0: the three reads' fills arrive 100 ns after their lookups.
+    assert_eq!(&at[..3], [108, 109, 110], "no read waited for another's fill");
+    assert!(at[3] < 10, "the write is done at its lookup: {at:?}");
+    assert!(at[4] < 310 && at[5] > 400, "A hits, B misses again: {at:?}");
+    let k = s.cache().counters();
+    assert_eq!((k.misses, k.set_busy_misses, k.hits, k.bypasses), (5, 3, 1, 0));
+}

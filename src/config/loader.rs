@@ -528,7 +528,9 @@ fn resolve_in_value(
     }
 }
 
-/// Lays `top` over `base`: tables merge key by key, anything else in `top` replaces.
+/// Lays `top` over `base`: tables merge key by key, anything else in `top` replaces. A table
+/// that names a different `kind` (a tagged choice: a network topology, a dense layer) replaces:
+/// the old kind's keys mean nothing to the new one.
 fn overlay(
     base: &mut toml::Table,
     base_provenance: &mut Provenance,
@@ -538,7 +540,9 @@ fn overlay(
     for (key, value) in top {
         let node = top_provenance.remove(&key).unwrap_or_default();
         match (base.get_mut(&key), value) {
-            (Some(Value::Table(base_table)), Value::Table(top_table)) => {
+            (Some(Value::Table(base_table)), Value::Table(top_table))
+                if !kind_changes(base_table, &top_table) =>
+            {
                 let base_node = base_provenance.keys.entry(key).or_default();
                 overlay(base_table, base_node, top_table, node.keys);
                 // The including file wrote this key last, so that is where it "is".
@@ -552,6 +556,11 @@ fn overlay(
             }
         }
     }
+}
+
+/// Whether `top` names a `kind` other than the one `base` names.
+fn kind_changes(base: &toml::Table, top: &toml::Table) -> bool {
+    matches!((base.get("kind"), top.get("kind")), (Some(a), Some(b)) if a != b)
 }
 
 /// Sets `segments[depth..]` below `slot` to `value`, creating missing tables.
@@ -788,6 +797,24 @@ mod tests {
         let over = dir.write("over.toml", "include = \"main.toml\"\n[access_unit]\ndepth = 2\n");
         let document = Document::load(&over).expect("loads");
         assert_eq!(document.get("access_unit.depth"), Some(&Value::Integer(2)));
+    }
+
+    #[test]
+    fn a_table_of_another_kind_replaces_rather_than_merges() {
+        let dir = Scratch::new("kind");
+        dir.write("base.toml", "[noc.topology]\nkind = \"crossbar\"\ncycles = 8\n");
+        let main = dir.write(
+            "main.toml",
+            "include = \"base.toml\"\nnoc.topology = { kind = \"mesh\", cols = 2, rows = 2 }\n",
+        );
+        let document = Document::load(&main).expect("loads");
+        assert_eq!(document.get("noc.topology.cols"), Some(&Value::Integer(2)));
+        assert_eq!(document.get("noc.topology.cycles"), None);
+        // The same kind still merges key by key.
+        let same =
+            dir.write("same.toml", "include = \"base.toml\"\nnoc.topology = { kind = \"crossbar\" }\n");
+        let document = Document::load(&same).expect("loads");
+        assert_eq!(document.get("noc.topology.cycles"), Some(&Value::Integer(8)));
     }
 
     #[test]

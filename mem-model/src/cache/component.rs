@@ -26,9 +26,9 @@
 //!
 //! Back-pressure: a port's request is taken off its link into a one-entry holding register and
 //! looked up from there; when it cannot proceed (no MSHR, no target slot, reads in flight at the
-//! MSHR count, every way of its set locked by fetches, the write buffer full, or too many of the
-//! port's answers waiting) it stays there and the port takes nothing more, so its link fills and
-//! the requester is refused. Nothing is dropped. Fills are always taken, so the cache never
+//! MSHR count, the write buffer full, or too many of the port's answers waiting) it stays there
+//! and the port takes nothing more, so its link fills and the requester is refused. A miss whose
+//! set has every way locked by fetches does not wait: it is served without allocating. Nothing is dropped. Fills are always taken, so the cache never
 //! blocks the level below. The cache sleeps when idle: it runs on arrivals, freed link slots and
 //! its own timers, set only for known work (the next answer due, the next cycle's lookups).
 //!
@@ -103,7 +103,8 @@ pub struct CacheCounters {
     pub writes: u64,
     /// Accesses that found every sector they need (or, for writes, the line) present.
     pub hits: u64,
-    /// Accesses whose line was absent (allocated, or bypassed).
+    /// Accesses whose line was absent, other than bypasses and merges: allocated, or served
+    /// without a way (`set_busy_misses`).
     pub misses: u64,
     /// Accesses whose line was present but that had to fetch missing sectors.
     pub sector_misses: u64,
@@ -119,8 +120,9 @@ pub struct CacheCounters {
     pub fills: u64,
     /// Times a port stalled for want of an MSHR, a target slot or a read slot.
     pub mshr_full_stalls: u64,
-    /// Times a port stalled because every way of the set had a fetch in flight.
-    pub set_busy_stalls: u64,
+    /// Misses served without allocating because every way of the set had a fetch in flight
+    /// (counted in `misses` too).
+    pub set_busy_misses: u64,
     /// Times a port stalled because the write-back buffer was full.
     pub writeback_full_stalls: u64,
 }
@@ -145,7 +147,7 @@ const COUNTER_NAMES: [&str; 13] = [
     "writebacks",
     "fills",
     "mshr_full_stalls",
-    "set_busy_stalls",
+    "set_busy_misses",
     "writeback_full_stalls",
 ];
 
@@ -163,7 +165,7 @@ enum Count {
     Writebacks,
     Fills,
     MshrFullStalls,
-    SetBusyStalls,
+    SetBusyMisses,
     WritebackFullStalls,
 }
 
@@ -181,7 +183,7 @@ impl CacheCounters {
             writebacks: c[Count::Writebacks as usize],
             fills: c[Count::Fills as usize],
             mshr_full_stalls: c[Count::MshrFullStalls as usize],
-            set_busy_stalls: c[Count::SetBusyStalls as usize],
+            set_busy_misses: c[Count::SetBusyMisses as usize],
             writeback_full_stalls: c[Count::WritebackFullStalls as usize],
         }
     }
@@ -200,7 +202,6 @@ enum Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stall {
     Mshr,
-    SetBusy,
     Writeback,
     Answers,
 }
@@ -417,11 +418,13 @@ impl<M> Cache<M> {
         })
     }
 
-    /// This cache as one of `banks` banks of a shared cache that interleave lines by line
-    /// number (`line % banks`, as a [`super::Crossbar`] without hashing sends them): its sets
-    /// are indexed by `line / banks`, so every set is used.
-    pub fn interleaved(mut self, banks: u32) -> Self {
-        self.tags = std::mem::replace(&mut self.tags, TagArray::new(1, 1)).interleaved(u64::from(banks));
+    /// This cache as one of `banks` banks of a shared cache that interleave runs of
+    /// `run_lines` lines (a [`super::Crossbar`]'s granule over the line size; bank
+    /// `(line / run_lines) % banks` without hashing): its sets are indexed with the bank's
+    /// digit taken out of the line number, so every set is used.
+    pub fn interleaved(mut self, banks: u32, run_lines: u64) -> Self {
+        let tags = std::mem::replace(&mut self.tags, TagArray::new(1, 1));
+        self.tags = tags.interleaved(u64::from(banks), run_lines);
         self
     }
 
@@ -911,7 +914,6 @@ where
         port.stalled = Some(why);
         match why {
             Stall::Mshr => self.bump(Count::MshrFullStalls),
-            Stall::SetBusy => self.bump(Count::SetBusyStalls),
             Stall::Writeback => self.bump(Count::WritebackFullStalls),
             Stall::Answers => {}
         }
@@ -1084,7 +1086,7 @@ where
         }
         let tags = &self.tags;
         let Some(v) = empty.or_else(|| self.policy.victim(set, |w| tags.unlocked(set, w))) else {
-            return Outcome::Stall(Stall::SetBusy);
+            return self.set_busy(p, req, line, (lo, hi), cycle);
         };
         let old = self.tags.line(set, v);
         let victim = self.tags.way(set, v);
@@ -1118,6 +1120,39 @@ where
             }
         }
         Outcome::Done
+    }
+
+    /// An access to an absent line whose set has every way locked by a fetch: served without
+    /// allocating (a read fetches for itself, later reads of the line ride along; a write goes
+    /// down as it is), rather than holding the port, and every request behind it, until a fill
+    /// frees a way. A cache that allocates at fill time would evict one of those lines instead;
+    /// neither blocks the bank.
+    fn set_busy(
+        &mut self,
+        p: usize,
+        req: MemRequest,
+        line: u64,
+        (lo, hi): (u64, u64),
+        cycle: u64,
+    ) -> Outcome {
+        if req.write {
+            if self.writes_queued >= self.geo.writeback_buffer {
+                return Outcome::Stall(Stall::Writeback);
+            }
+            self.write_down((line << self.geo.line_shift) + lo, hi - lo, req.non_temporal);
+        } else {
+            // `absent` checked the MSHR and answer room for this read.
+            let Some(m) = self.mshrs.allocate(line, None) else {
+                return Outcome::Stall(Stall::Mshr);
+            };
+            let need = self.sectors.touched(lo, hi);
+            self.fetch(m, line, need, req.non_temporal);
+            let r = self.request_index(p, cycle);
+            self.mshrs.add_target(m, Target { request: r, need });
+        }
+        self.bump(Count::Misses);
+        self.bump(Count::SetBusyMisses);
+        if req.write { Outcome::Done } else { Outcome::Waiting }
     }
 
     /// Sets a timer for the earliest known work: the next answer due on a port that can send,

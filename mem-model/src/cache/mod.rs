@@ -42,5 +42,5 @@ pub use config::{
 };
 pub use replacement::{Lru, RandomChoice, Replacement, ReplacementPolicy, Srrip};
 pub use sector::{SectorMask, Sectors};
-pub use topology::{MAX_MESH_NODES, Topology, TopologyError};
+pub use topology::{MAX_MESH_NODES, MAX_TOPOLOGY_CYCLES, Topology, TopologyError};
 pub use xbar::{BankHash, Crossbar, CrossbarConfig, CrossbarError, CrossbarLinks, MAX_IN_FLIGHT};

@@ -53,9 +53,11 @@ pub struct TagArray {
     sets: u64,
     /// `sets - 1` when `sets` is a power of two (the usual case: a mask instead of a division).
     mask: Option<u64>,
-    /// Banks the line numbers are interleaved over: a bank of a shared cache sees every
-    /// `banks`-th line, so its set comes from the line number divided by them.
+    /// Banks the line numbers are interleaved over, in runs of `1 << run_shift` lines (the
+    /// network's granule): a bank of a shared cache sees every `banks`-th run, so its set
+    /// comes from the line number with the bank's digit taken out.
     banks: u64,
+    run_shift: u32,
     ways: usize,
     /// Every way, `[set * ways + way]`: its words [`LINE`], [`VALID`], [`DIRTY`], [`LOCK`].
     slots: Vec<[u64; 4]>,
@@ -66,19 +68,28 @@ impl TagArray {
     pub fn new(sets: u64, ways: usize) -> Self {
         let n = sets as usize * ways;
         let empty = [!NO_LINE, 0, 0, u64::from(!NO_MSHR)];
-        Self { sets, mask: sets.is_power_of_two().then(|| sets - 1), banks: 1, ways, slots: vec![empty; n] }
+        let mask = sets.is_power_of_two().then(|| sets - 1);
+        Self { sets, mask, banks: 1, run_shift: 0, ways, slots: vec![empty; n] }
     }
 
-    /// The same array as one bank of `banks` that interleave lines (at least 1).
-    pub fn interleaved(mut self, banks: u64) -> Self {
+    /// The same array as one bank of `banks` (at least 1) that interleave runs of `run_lines`
+    /// consecutive lines (a power of two; 1: single lines).
+    pub fn interleaved(mut self, banks: u64, run_lines: u64) -> Self {
         self.banks = banks.max(1);
+        self.run_shift = run_lines.max(1).ilog2();
         self
     }
 
     /// The set of line number `line`.
     #[inline]
     pub fn set_of(&self, line: u64) -> usize {
-        let line = if self.banks > 1 { line / self.banks } else { line };
+        let line = if self.banks > 1 {
+            // Run number divided by the banks, then the line's place in its run.
+            let s = self.run_shift;
+            (((line >> s) / self.banks) << s) | (line & ((1 << s) - 1))
+        } else {
+            line
+        };
         match self.mask {
             Some(m) => (line & m) as usize,
             None => (line % self.sets) as usize,
@@ -194,8 +205,11 @@ mod tests {
         let mut t = TagArray::new(4, 2);
         assert_eq!(t.set_of(9), 1);
         // A bank of 64 sees lines 5, 69, 133, ...: they fill consecutive sets, not one.
-        let banked = TagArray::new(4, 2).interleaved(64);
+        let banked = TagArray::new(4, 2).interleaved(64, 1);
         assert_eq!([5, 69, 133, 197].map(|l| banked.set_of(l)), [0, 1, 2, 3]);
+        // Runs of 4 lines over 2 banks: bank 1 sees lines 4-7, 12-15, ...: sets 0-3, then 0-3.
+        let runs = TagArray::new(8, 2).interleaved(2, 4);
+        assert_eq!([4, 5, 6, 7, 12, 13, 20].map(|l| runs.set_of(l)), [0, 1, 2, 3, 4, 5, 0]);
         assert_eq!(t.find(1, 9), None);
         assert_eq!(t.lookup(1, 9), Lookup::Absent(Some(0)));
         t.install(1, 0, 9, 0b1, 0);

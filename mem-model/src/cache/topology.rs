@@ -14,6 +14,10 @@ use thiserror::Error;
 /// Most nodes a mesh may have.
 pub const MAX_MESH_NODES: u64 = 1 << 16;
 
+/// Most cycles a crossbar traversal, a mesh hop or a mesh's base latency may take (as a
+/// cache's hit latency: beyond it a run would only hit the time limit).
+pub const MAX_TOPOLOGY_CYCLES: u64 = 1_000_000;
+
 /// How the ports of a [`super::Crossbar`] are connected, and what a traversal costs.
 ///
 /// ```toml
@@ -65,6 +69,14 @@ pub enum TopologyError {
         /// Rows.
         rows: u32,
     },
+    /// A latency is above [`MAX_TOPOLOGY_CYCLES`].
+    #[error("{field} ({cycles}) is above the supported maximum of {MAX_TOPOLOGY_CYCLES} cycles")]
+    TooSlow {
+        /// `cycles`, `cycles_per_hop` or `base_cycles`.
+        field: &'static str,
+        /// The value given.
+        cycles: u64,
+    },
     /// An explicit placement lists the wrong number of nodes.
     #[error("mesh {field} lists {got} nodes but there are {want} ports")]
     NodeCount {
@@ -89,22 +101,57 @@ pub enum TopologyError {
     },
 }
 
+impl TopologyError {
+    /// The configuration key at fault, under the crossbar's table (`topology.cols` ...).
+    pub fn key(&self) -> &'static str {
+        match self {
+            TopologyError::ZeroDimension { field: "cols" } => "topology.cols",
+            TopologyError::ZeroDimension { .. } => "topology.rows",
+            TopologyError::TooLarge { .. } => "topology",
+            TopologyError::TooSlow { field: "cycles", .. } => "topology.cycles",
+            TopologyError::TooSlow { field: "cycles_per_hop", .. } => "topology.cycles_per_hop",
+            TopologyError::TooSlow { .. } => "topology.base_cycles",
+            TopologyError::NodeCount { field: "upstream_nodes", .. }
+            | TopologyError::NodeOutOfRange { field: "upstream_nodes", .. } => "topology.upstream_nodes",
+            TopologyError::NodeCount { .. } | TopologyError::NodeOutOfRange { .. } => {
+                "topology.downstream_nodes"
+            }
+        }
+    }
+}
+
 impl Topology {
+    /// Checks what does not depend on the ports: dimensions, size, latencies, and that every
+    /// explicitly placed port sits on the mesh.
+    pub fn check(&self) -> Result<(), TopologyError> {
+        let slow = |field, cycles: u64| {
+            if cycles > MAX_TOPOLOGY_CYCLES { Err(TopologyError::TooSlow { field, cycles }) } else { Ok(()) }
+        };
+        match self {
+            Topology::Crossbar { cycles } => slow("cycles", *cycles),
+            Topology::Mesh { cols, rows, cycles_per_hop, base_cycles, upstream_nodes, downstream_nodes } => {
+                let nodes = mesh_nodes(*cols, *rows)?;
+                slow("cycles_per_hop", *cycles_per_hop)?;
+                slow("base_cycles", *base_cycles)?;
+                for (field, list) in
+                    [("upstream_nodes", upstream_nodes), ("downstream_nodes", downstream_nodes)]
+                {
+                    if let Some(list) = list {
+                        place(field, Some(list), list.len(), nodes)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Traversal latency in cycles from upstream port `u` to downstream port `d` (and back), for
     /// every pair, as a table indexed `u * downstream + d`.
     pub fn latency_table(&self, upstream: usize, downstream: usize) -> Result<Vec<u64>, TopologyError> {
         match self {
             Topology::Crossbar { cycles } => Ok(vec![*cycles; upstream * downstream]),
             Topology::Mesh { cols, rows, cycles_per_hop, base_cycles, upstream_nodes, downstream_nodes } => {
-                for (field, v) in [("cols", *cols), ("rows", *rows)] {
-                    if v == 0 {
-                        return Err(TopologyError::ZeroDimension { field });
-                    }
-                }
-                let nodes = u64::from(*cols) * u64::from(*rows);
-                if nodes > MAX_MESH_NODES {
-                    return Err(TopologyError::TooLarge { cols: *cols, rows: *rows });
-                }
+                let nodes = mesh_nodes(*cols, *rows)?;
                 let ups = place("upstream_nodes", upstream_nodes.as_deref(), upstream, nodes)?;
                 let downs = place("downstream_nodes", downstream_nodes.as_deref(), downstream, nodes)?;
                 let at = |n: u64| (n % u64::from(*cols), n / u64::from(*cols));
@@ -120,6 +167,20 @@ impl Topology {
             }
         }
     }
+}
+
+/// The nodes of a `cols` x `rows` mesh, checked.
+fn mesh_nodes(cols: u32, rows: u32) -> Result<u64, TopologyError> {
+    for (field, v) in [("cols", cols), ("rows", rows)] {
+        if v == 0 {
+            return Err(TopologyError::ZeroDimension { field });
+        }
+    }
+    let nodes = u64::from(cols) * u64::from(rows);
+    if nodes > MAX_MESH_NODES {
+        return Err(TopologyError::TooLarge { cols, rows });
+    }
+    Ok(nodes)
 }
 
 /// The node of each of `ports` ports: the explicit list, checked, or spread evenly.
@@ -196,5 +257,26 @@ mod tests {
             TopologyError::NodeCount { field: "upstream_nodes", got: 2, want: 3 }
         );
         assert_eq!(mesh(0, 2).latency_table(1, 1).unwrap_err().to_string(), "mesh cols must be at least 1");
+        // Without the ports: the placement's range, not its length.
+        assert_eq!(m.check().unwrap_err().key(), "topology.upstream_nodes");
+        assert_eq!(mesh(2, 0).check().unwrap_err().key(), "topology.rows");
+    }
+
+    #[test]
+    fn latencies_are_bounded() {
+        let limit = MAX_TOPOLOGY_CYCLES;
+        assert_eq!(Topology::Crossbar { cycles: limit }.check(), Ok(()));
+        let err = Topology::Crossbar { cycles: limit + 1 }.check().unwrap_err();
+        assert_eq!(err.key(), "topology.cycles");
+        assert_eq!(err.to_string(), "cycles (1000001) is above the supported maximum of 1000000 cycles");
+        let mut m = mesh(2, 2);
+        if let Topology::Mesh { cycles_per_hop, .. } = &mut m {
+            *cycles_per_hop = u64::MAX;
+        }
+        assert_eq!(m.check().unwrap_err().key(), "topology.cycles_per_hop");
+        if let Topology::Mesh { cycles_per_hop, base_cycles, .. } = &mut m {
+            (*cycles_per_hop, *base_cycles) = (1, limit + 1);
+        }
+        assert_eq!(m.check().unwrap_err().key(), "topology.base_cycles");
     }
 }

@@ -81,9 +81,9 @@ impl CrossbarError {
     pub fn field(&self) -> Option<&'static str> {
         match self {
             CrossbarError::Zero { field } => Some(field),
-            CrossbarError::Granule(_) => Some("granule"),
+            CrossbarError::Granule(_) | CrossbarError::GranuleBelowLine { .. } => Some("granule"),
             CrossbarError::TooManyInFlight(_) => Some("max_in_flight"),
-            CrossbarError::Topology(_) => Some("topology"),
+            CrossbarError::Topology(e) => Some(e.key()),
             CrossbarError::NoPorts { .. } | CrossbarError::Stats(_) => None,
         }
     }
@@ -106,6 +106,10 @@ impl CrossbarConfig {
         if !granule.bytes().is_power_of_two() {
             return Err(CrossbarError::Granule(granule));
         }
+        if granule.bytes() < line.bytes() {
+            return Err(CrossbarError::GranuleBelowLine { granule, line });
+        }
+        self.topology.check()?;
         if self.max_in_flight > MAX_IN_FLIGHT {
             return Err(CrossbarError::TooManyInFlight(self.max_in_flight));
         }
@@ -148,8 +152,16 @@ pub enum CrossbarError {
     /// Too many transactions.
     #[error("crossbar max_in_flight ({0}) is above the supported maximum of {MAX_IN_FLIGHT}")]
     TooManyInFlight(u32),
-    /// The topology does not fit the ports.
-    #[error("crossbar topology: {0}")]
+    /// The granule is smaller than a line: a line would be split over banks.
+    #[error("granule ({granule}) must be at least the line size ({line})")]
+    GranuleBelowLine {
+        /// The granule.
+        granule: ByteSize,
+        /// The line size.
+        line: ByteSize,
+    },
+    /// The topology is invalid or does not fit the ports.
+    #[error("network topology: {0}")]
     Topology(#[from] TopologyError),
     /// One side has no port.
     #[error("crossbar {name}: no {side} port")]
