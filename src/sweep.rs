@@ -164,8 +164,15 @@ fn key_hint(doc: &Document, key: &str) -> String {
     let Some((parent, last)) = key.rsplit_once('.') else { return String::new() };
     let Some(path) = resolve_key(doc, parent) else { return String::new() };
     let Some(toml::Value::Table(t)) = doc.get(&path) else { return String::new() };
-    crate::config::loader::closest(last, t.keys().map(String::as_str))
-        .map_or(String::new(), |k| format!(" (did you mean `{parent}.{k}`?)"))
+    crate::config::loader::closest(last, t.keys().map(String::as_str)).map_or_else(
+        || {
+            // Likely a key left at its default: an axis sets only keys the config writes.
+            format!(
+                " (if `{last}` is a key left at its default, write it in `{parent}` first, with any value)"
+            )
+        },
+        |k| format!(" (did you mean `{parent}.{k}`?)"),
+    )
 }
 
 /// Expands the axes of `s`, the `[sweep]` of `doc` (where errors point), into points.
@@ -653,6 +660,15 @@ mod tests {
         let empty =
             SweepSection { mode: SweepMode::Product, axis: vec![axis("a", &[])], ..Default::default() };
         assert!(expand(&doc, &empty).unwrap_err().to_string().contains("at least one value"));
+    }
+
+    #[test]
+    fn an_axis_key_that_names_nothing_gets_a_hint() {
+        let doc = Document::from_str("[cache]\nsize = \"1KiB\"\n", Path::new("f")).unwrap();
+        assert_eq!(key_hint(&doc, "cache.sise"), " (did you mean `cache.size`?)");
+        // A key the config leaves at its default must be written before an axis can set it.
+        assert!(key_hint(&doc, "cache.replacement").contains("write it in `cache` first"));
+        assert_eq!(key_hint(&doc, "nothing.here"), "");
     }
 
     #[test]

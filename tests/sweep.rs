@@ -290,9 +290,9 @@ fn memory_curves_are_measured_once_and_drawn_with_the_operating_points() {
 
 #[test]
 fn a_sweep_it_cannot_plot_says_so_and_keeps_its_results() {
-    // An axis of strings has no numeric x: the plot is skipped, which was said only in a file.
+    // An axis of names has no numeric x: the plot is skipped, which was said only in a file.
     let dir = temp_dir("sweep-noplot");
-    let axes = "[[sweep.axis]]\nkey = \"system.dae.access_unit.storage\"\nvalues = [\"8KiB\", \"16KiB\"]\n";
+    let axes = "[[sweep.axis]]\nkey = \"system.dae.caches.llc.non_temporal\"\nvalues = [\"bypass\", \"insert_lru\"]\n";
     let cfg = sweep_config(&dir, axes);
     let out = dir.join("out");
     let o = run(&cfg, &out, &[]);
@@ -300,6 +300,20 @@ fn a_sweep_it_cannot_plot_says_so_and_keeps_its_results() {
     assert!(err.contains("no sweep plot") && err.contains("no numeric values"), "{err}");
     assert!(out.join("sweep-results.json").exists() && out.join("sweep.csv").exists());
     assert!(out.join("sweep-plot-error.txt").exists() && !out.join("sweep.png").exists());
+}
+
+#[test]
+fn a_sweep_over_sizes_plots_them_in_bytes() {
+    // "8KiB" and "16KiB" were strings to the plot, which then had no numeric axis.
+    let dir = temp_dir("sweep-sizes");
+    let axes = "[[sweep.axis]]\nkey = \"system.dae.access_unit.storage\"\nvalues = [\"8KiB\", \"16KiB\"]\n";
+    let cfg = sweep_config(&dir, axes);
+    let out = dir.join("out");
+    let o = run(&cfg, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.join("sweep-plot-error.txt").exists());
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(svg.contains("storage (B)") && svg.contains(">\n16000\n<"), "axis label or tick missing");
 }
 
 #[test]

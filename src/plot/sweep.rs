@@ -71,9 +71,12 @@ fn read(results: &Field<'_>) -> Result<(String, Vec<Line>), String> {
     let axes = sweep_axes(results)?;
     let x_axis = axes.first().ok_or_else(|| results.get("points").error("the sweep has no axis"))?.clone();
     let mut lines: Vec<Line> = Vec::new();
+    let mut unit = None;
     for p in results.get("points").items()? {
-        // A sweep over strings (preset names) has no numeric axis to draw against.
-        let Some(x) = p.get("point").get("values").get(&x_axis).value().as_f64() else { continue };
+        // A sweep over strings (preset names) has no numeric axis to draw against; sizes,
+        // times and frequencies do, in their base unit.
+        let Some((x, u)) = axis_number(p.get("point").get("values").get(&x_axis).value()) else { continue };
+        unit = unit.or(u);
         let others = point_label(results, &p, &axes).split_off(1);
         for run in p.get("runs").items()? {
             let Some((system, workload)) = run_names(&run)? else { continue };
@@ -102,7 +105,29 @@ fn read(results: &Field<'_>) -> Result<(String, Vec<Line>), String> {
     for l in &mut lines {
         l.points.sort_by(|a, b| a.x.total_cmp(&b.x));
     }
+    let x_axis = match unit {
+        Some(u) => format!("{x_axis} ({u})"),
+        None => x_axis,
+    };
     Ok((x_axis, lines))
+}
+
+/// A sweep value as a number on the first axis, with its unit when it was written with one
+/// ("16KiB" is 16384 B).
+fn axis_number(v: &Value) -> Option<(f64, Option<&'static str>)> {
+    if let Some(x) = v.as_f64() {
+        return Some((x, None));
+    }
+    let text = v.as_str()?;
+    if let Ok(b) = sim_core::ByteSize::parse(text) {
+        Some((b.bytes() as f64, Some("B")))
+    } else if let Ok(t) = sim_core::TimeSpan::parse(text) {
+        Some((t.ps() as f64, Some("ps")))
+    } else if let Ok(f) = sim_core::Frequency::parse(text) {
+        Some((f.hz() as f64, Some("Hz")))
+    } else {
+        None
+    }
 }
 
 /// Draws a complete sweep's results (`sweep-results.json`, read from `file`) into `dir` as
