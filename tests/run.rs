@@ -221,6 +221,9 @@ fn more_outstanding_requests_are_never_slower() {
                 dae_sim::system::run(&sys, &compiled, &reference, exp.time_limit(&inst), &SeedTree::new(1))
                     .unwrap();
             assert_eq!(r.verified, Ok(()));
+            // The limit holds, as the results report it, and is reached.
+            let peak = r.stats.lookup_counter("core0.au.peak_outstanding").unwrap();
+            assert!(peak <= u64::from(limit) && (limit > 8 || peak == u64::from(limit)), "{limit}: {peak}");
             times.push((limit, r.sim_time));
             assert!(
                 r.sim_time as f64 <= best as f64 * slack,

@@ -374,6 +374,8 @@ struct AuStats {
     operands: CounterId,
     write_requests: CounterId,
     chunks: CounterId,
+    /// Most requests in flight at once, added when the unit finishes.
+    peak_outstanding: CounterId,
     layer_requests: Vec<CounterId>,
     lookup_latency: HistogramId,
 }
@@ -595,6 +597,7 @@ impl<M> AccessUnit<M> {
             operands: stats.counter_in(name, "operands")?,
             write_requests: stats.counter_in(name, "write_requests")?,
             chunks: stats.counter_in(name, "chunks")?,
+            peak_outstanding: stats.peak_in(name, "peak_outstanding")?,
             layer_requests: (0..nlev)
                 .map(|l| stats.counter_in(name, &format!("layer{l}.requests")))
                 .collect::<Result<_, _>>()?,
@@ -1392,6 +1395,9 @@ where
         if self.emitted_all && self.chunks.is_empty() && self.fault.is_none() {
             self.finished = true;
             self.counters.finish_tick = Some(now);
+            // Checkable from the results: never above `max_outstanding`.
+            let id = self.stats.peak_outstanding;
+            ctx.stats().add(id, u64::from(self.counters.peak_outstanding));
             self.account_stalls(now, [false; 3]);
             ctx.progress();
             return;
