@@ -263,7 +263,11 @@ impl DaeSystem {
             memory_cycles: cycles(memory_ps.div_ceil(period)),
             outstanding: match &self.access_unit {
                 Some(a) => a.unit.max_outstanding,
-                None => c.l1d.as_ref().map_or(self.core.max_outstanding, |l| l.mshrs),
+                // The core's misses are bounded by both its own limit and its L1D's MSHRs.
+                None => c
+                    .l1d
+                    .as_ref()
+                    .map_or(self.core.max_outstanding, |l| l.mshrs.min(self.core.max_outstanding)),
             },
             lanes: self.access_unit.as_ref().map_or(0, |a| a.unit.lanes),
         }

@@ -133,3 +133,24 @@ fn llc_banks_use_every_set_whatever_the_network_granule() {
         assert!(m.abs_diff(line) * 20 < line, "{name}: {m} misses against {line} with line interleave");
     }
 }
+
+#[test]
+fn a_plain_cores_cost_model_counts_the_tighter_of_its_two_miss_limits() {
+    // The core bounds its misses by core.max_outstanding and by its L1D's MSHRs; the partition's
+    // cost model used the MSHRs alone.
+    let dir = temp_dir("miss-limits");
+    let dae = configs().join("systems/dae-hbm3.toml");
+    for (tweak, want) in [("core.max_outstanding = 4", 4u32), ("caches.l1d.mshrs = 8", 8), ("", 16)] {
+        let text = format!(
+            "[experiment]\nname = \"m\"\n[[system]]\nname = \"cpu\"\ninclude = \"{}\"\ncores = 1\n\
+             access_unit = \"none\"\n{tweak}\n[[workload]]\ninclude = \"{}\"\n",
+            dae.display(),
+            configs().join("workloads/emb-small.toml").display()
+        );
+        let cfg = dir.join("m.toml");
+        std::fs::write(&cfg, text).unwrap();
+        let exp = dae_sim::experiment::Experiment::load(&cfg, &Default::default()).unwrap();
+        let dae_sim::experiment::SystemPlan::Dae(sys) = &exp.systems[0].1 else { panic!("a CPU system") };
+        assert_eq!(sys.memory_costs().outstanding, want, "{tweak}");
+    }
+}
