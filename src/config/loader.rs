@@ -529,8 +529,8 @@ fn resolve_in_value(
 }
 
 /// Lays `top` over `base`: tables merge key by key, anything else in `top` replaces. A table
-/// that names a different `kind` (a tagged choice: a network topology, a dense layer) replaces:
-/// the old kind's keys mean nothing to the new one.
+/// that names a different `kind` (a tagged choice, such as a network topology) replaces: the
+/// old kind's keys mean nothing to the new one.
 fn overlay(
     base: &mut toml::Table,
     base_provenance: &mut Provenance,

@@ -28,9 +28,10 @@
 //! looked up from there; when it cannot proceed (no MSHR, no target slot, reads in flight at the
 //! MSHR count, the write buffer full, or too many of the port's answers waiting) it stays there
 //! and the port takes nothing more, so its link fills and the requester is refused. A miss whose
-//! set has every way locked by fetches does not wait: it is served without allocating. Nothing is dropped. Fills are always taken, so the cache never
-//! blocks the level below. The cache sleeps when idle: it runs on arrivals, freed link slots and
-//! its own timers, set only for known work (the next answer due, the next cycle's lookups).
+//! set has every way locked by fetches does not wait: it is served without allocating. Nothing
+//! is dropped. Fills are always taken, so the cache never blocks the level below. The cache
+//! sleeps when idle: it runs on arrivals, freed link slots and its own timers, set only for
+//! known work (the next answer due, the next cycle's lookups).
 //!
 //! Order: lookups go round robin over the ports with a request, from a pointer that moves past
 //! each port offered a turn; a tick's requests are looked up as if the tick's first wake-up had
