@@ -37,6 +37,9 @@
 //! - Events: the core never ticks while it waits on memory or on the queue. It wakes at a cycle
 //!   edge only when it can dispatch there, when a memory instruction issues, or when a known
 //!   retirement unblocks it; responses, queue arrivals and freed link slots wake it otherwise.
+//! - Lookups: a `!lookup` load starts a row, and the vector loads that continue it at the next
+//!   address join it (up to 8 rows open, interleaved); the row's latency, from its first request
+//!   to its last chunk's answer, goes to `lookup_latency`, as an access unit times its rows.
 
 use crate::isa::{
     AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, NUM_REGS, NUM_VARS, NUM_VREGS, TableFormat, VIntOp,
@@ -481,6 +484,28 @@ struct Decoded {
 const UNKNOWN: u64 = u64::MAX;
 /// No access / no ROB entry.
 const NONE32: u32 = u32::MAX;
+
+/// Rows whose chunks may still be joined by the loads that follow: a lookup's row is loaded
+/// chunk by chunk, interleaved with other rows' chunks (a knowledge-graph score walks a head, a
+/// relation and a tail row together).
+const OPEN_ROWS: usize = 8;
+
+/// One lookup's row as the core loads it: a `!lookup` load, then the unmarked loads that continue
+/// it at the next address. Its latency runs from its first request to its last chunk's answer,
+/// as an access unit times a row.
+#[derive(Debug, Clone, Copy)]
+struct RowTiming {
+    /// Earliest first-request tick of its chunks.
+    start: Tick,
+    /// Latest answer tick of its chunks.
+    done: Tick,
+    /// Chunks not answered yet.
+    pending: u32,
+    /// The address a continuing chunk would load (`u64::MAX`: none continues it).
+    next_addr: u64,
+    /// Later loads may still join it.
+    open: bool,
+}
 const NO_SEQ: u64 = u64::MAX;
 
 /// A ROB entry. `seq` is the instruction's dispatch number; the entry lives at
@@ -520,7 +545,8 @@ struct Access {
     /// Lines not answered yet.
     lines_left: u32,
     write: bool,
-    lookup: bool,
+    /// The lookup (row) it is part of, or [`NONE32`].
+    row: u32,
     /// Tick its first line request left (latency is measured from here).
     issued: Tick,
     /// A store that has retired (its queue entry is freed when its write is answered).
@@ -762,6 +788,10 @@ pub struct Core<M> {
     // Memory.
     accesses: Vec<Access>,
     free_accesses: Vec<u32>,
+    /// Lookups being timed (see [`RowTiming`]), free slots, and the open ones, oldest first.
+    rows: Vec<RowTiming>,
+    free_rows: Vec<u32>,
+    open_rows: VecDeque<u32>,
     /// Memory instructions with a known issue cycle, not yet at the send stage.
     to_issue: BinaryHeap<Reverse<(u64, u64)>>,
     send_queue: VecDeque<u32>,
@@ -973,6 +1003,9 @@ impl<M> Core<M> {
             scratch: Vec::with_capacity(64),
             accesses: vec![Access::default(); n_access],
             free_accesses: (0..n_access as u32).rev().collect(),
+            rows: Vec::new(),
+            free_rows: Vec::new(),
+            open_rows: VecDeque::with_capacity(OPEN_ROWS + 1),
             to_issue: BinaryHeap::with_capacity(n_access),
             send_queue: VecDeque::with_capacity(n_access),
             send_block: SendBlock::None,
@@ -1525,6 +1558,11 @@ where
         self.check_finish();
         if self.finish.is_none() {
             self.schedule_next(cur, ctx);
+        } else {
+            // Every chunk is answered: the rows still open are complete.
+            while let Some(r) = self.open_rows.pop_front() {
+                self.close_row(r, ctx);
+            }
         }
     }
 
@@ -2043,7 +2081,7 @@ where
     /// queue entry may be freed.
     fn finish_access(&mut self, a: u32, ready: u64, ctx: &mut Ctx<'_, M>) {
         let acc = &self.accesses[a as usize];
-        let (seq, write, retired, lookup, issued) = (acc.seq, acc.write, acc.retired, acc.lookup, acc.issued);
+        let (seq, write, retired, row, issued) = (acc.seq, acc.write, acc.retired, acc.row, acc.issued);
         self.free_accesses.push(a);
         if write {
             if retired {
@@ -2058,10 +2096,72 @@ where
         let latency = ctx.now().saturating_sub(issued);
         let stats = ctx.stats();
         stats.record(self.stats.load_latency, latency);
-        if lookup {
-            stats.record(self.stats.lookup_latency, latency);
+        if let Some(r) = self.rows.get_mut(row as usize) {
+            r.pending -= 1;
+            r.start = r.start.min(issued);
+            r.done = r.done.max(ctx.now());
+            if !r.open && r.pending == 0 {
+                self.record_row(row, ctx);
+            }
         }
         self.change_loads_in_flight(false, ctx);
+    }
+
+    /// The row a load of `bytes` at `addr` times: a new one for a `!lookup` load (`joinable`:
+    /// later chunks may continue it), an open one it continues, or none ([`NONE32`]).
+    fn row_of(&mut self, lookup: bool, joinable: bool, addr: u64, bytes: u64, ctx: &mut Ctx<'_, M>) -> u32 {
+        let next = addr.saturating_add(bytes);
+        let r = if lookup {
+            if self.open_rows.len() == OPEN_ROWS
+                && let Some(old) = self.open_rows.pop_front()
+            {
+                self.close_row(old, ctx);
+            }
+            let timing = RowTiming {
+                start: Tick::MAX,
+                done: 0,
+                pending: 0,
+                next_addr: if joinable { next } else { u64::MAX },
+                open: true,
+            };
+            let r = match self.free_rows.pop() {
+                Some(r) => {
+                    self.rows[r as usize] = timing;
+                    r
+                }
+                None => {
+                    self.rows.push(timing);
+                    (self.rows.len() - 1) as u32
+                }
+            };
+            self.open_rows.push_back(r);
+            r
+        } else {
+            let rows = &self.rows;
+            let Some(&r) = self.open_rows.iter().rev().find(|&&r| rows[r as usize].next_addr == addr) else {
+                return NONE32;
+            };
+            self.rows[r as usize].next_addr = next;
+            r
+        };
+        self.rows[r as usize].pending += 1;
+        r
+    }
+
+    /// No later load joins row `r`: it is recorded once its chunks are answered.
+    fn close_row(&mut self, r: u32, ctx: &mut Ctx<'_, M>) {
+        let row = &mut self.rows[r as usize];
+        row.open = false;
+        if row.pending == 0 {
+            self.record_row(r, ctx);
+        }
+    }
+
+    /// Records row `r`'s latency and frees it.
+    fn record_row(&mut self, r: u32, ctx: &mut Ctx<'_, M>) {
+        let row = self.rows[r as usize];
+        ctx.stats().record(self.stats.lookup_latency, row.done.saturating_sub(row.start));
+        self.free_rows.push(r);
     }
 
     /// Marks the core finished once `halt` has retired and nothing is left in flight.
@@ -2082,7 +2182,7 @@ where
     }
 
     /// Takes a free access for the instruction about to enter the ROB at `tail`.
-    fn new_access(&mut self, write: bool, lookup: bool) -> u32 {
+    fn new_access(&mut self, write: bool, row: u32) -> u32 {
         // Accesses number lq_entries + sq_entries and each memory instruction holds a queue
         // entry while its access lives, so one is free whenever the queue check passed.
         let a = self.free_accesses.pop().unwrap_or(NONE32);
@@ -2092,7 +2192,7 @@ where
             acc.next_line = 0;
             acc.lines_left = 0;
             acc.write = write;
-            acc.lookup = lookup;
+            acc.row = row;
             acc.issued = 0;
             acc.retired = false;
         }
@@ -2205,7 +2305,9 @@ where
                     }
                 };
                 self.rf.regs[rd as usize] = value;
-                x.access = self.new_access(false, lookup);
+                // A scalar lookup is a row of one element; only vector loads continue rows.
+                let row = if lookup { self.row_of(true, false, addr, width.bytes(), ctx) } else { NONE32 };
+                x.access = self.new_access(false, row);
                 self.add_lines(x.access, addr, width.bytes());
                 self.count_load(lookup, ctx);
             }
@@ -2213,8 +2315,9 @@ where
                 let count = tryf!(self.count(count));
                 let addr = tryf!(self.address(base, offset));
                 tryf!(self.load_any(fmt, vd, addr, count));
-                x.access = self.new_access(false, lookup);
                 let bytes = fmt.elem_bytes() * u64::from(count);
+                let row = self.row_of(lookup, true, addr, bytes, ctx);
+                x.access = self.new_access(false, row);
                 x.slots = self.port_uops(bytes);
                 self.add_lines(x.access, addr, bytes);
                 self.count_load(lookup, ctx);
@@ -2224,7 +2327,8 @@ where
                 let start = vd as usize * self.lanes;
                 // Gather into a scratch copy first: the index vector may be the destination.
                 let mut lanes = [0f32; crate::isa::MAX_LANES as usize];
-                x.access = self.new_access(false, lookup);
+                let row = if lookup { self.row_of(true, false, 0, 0, ctx) } else { NONE32 };
+                x.access = self.new_access(false, row);
                 for (i, lane) in lanes.iter_mut().enumerate().take(count as usize) {
                     let idx = match index {
                         GatherIndex::Vector(v) => {
@@ -2321,7 +2425,7 @@ where
                 if width == Width::W64 {
                     self.outputs[first + 1] = f32::from_bits((v >> 32) as u32);
                 }
-                x.access = self.new_access(true, false);
+                x.access = self.new_access(true, NONE32);
                 self.add_lines(x.access, addr, bytes);
                 self.count_store(ctx);
             }
@@ -2334,7 +2438,7 @@ where
                 let src = vs as usize * self.lanes;
                 self.outputs[first..first + count as usize]
                     .copy_from_slice(&self.vregs[src..src + count as usize]);
-                x.access = self.new_access(true, false);
+                x.access = self.new_access(true, NONE32);
                 self.add_lines(x.access, addr, bytes);
                 self.count_store(ctx);
             }

@@ -396,7 +396,8 @@ pub enum Inst {
         base: Reg,
         /// Byte offset.
         offset: i64,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// `vd` = `count` consecutive f32 from `base + offset`; the other lanes are zero.
@@ -409,7 +410,8 @@ pub enum Inst {
         offset: i64,
         /// Elements loaded, `1..=vector_lanes`.
         count: u32,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// Like [`Inst::VLoad`], from a row the access unit marshaled into the output queue: no
@@ -437,7 +439,8 @@ pub enum Inst {
         offset: i64,
         /// Elements loaded, `1..=vector_lanes`.
         count: u32,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// Masked [`Inst::VLoadWiden`]: the element count from a register at run time.
@@ -452,7 +455,8 @@ pub enum Inst {
         offset: i64,
         /// The register holding the element count.
         count: Reg,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// A widening [`Inst::VLoadQueue`] (`vldq.f16`): from a row the access unit marshaled.
@@ -531,7 +535,8 @@ pub enum Inst {
         base: Reg,
         /// Byte offset.
         offset: i64,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// Stores the low `width` bytes of `rs` at `base + offset`, inside the output buffer.
@@ -556,7 +561,8 @@ pub enum Inst {
         offset: i64,
         /// The register holding the element count.
         count: Reg,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// Masked [`Inst::VStore`]: stores as many lanes as `count` holds at run time.
@@ -585,7 +591,8 @@ pub enum Inst {
         scale: u32,
         /// Lanes gathered, `1..=vector_lanes`.
         count: u32,
-        /// An embedding lookup: its latency goes to the lookup-latency histogram.
+        /// An embedding lookup starts here: its row (this load and the vector loads that continue
+        /// it at the next address) is timed into the lookup-latency histogram.
         lookup: bool,
     },
     /// `rd = ra op rb` on f32 values in the low 32 bits.

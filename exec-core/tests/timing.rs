@@ -525,3 +525,19 @@ fn the_clock_is_respected() {
     assert_eq!(sys.core().finish_tick(), Some(c3.clock.edge(100)));
     let _ = clock();
 }
+
+#[test]
+fn a_lookup_is_timed_over_its_whole_row() {
+    // A 128 B row in two vector chunks, the second an unmarked load at the next address, and
+    // one request at a time: the lookup waits for both lines, two round trips (it was timed by
+    // its first chunk alone, one). A load elsewhere does not join the row.
+    let text = ".core lanes=16\n    li r31, 0x1000\n    vld v1, [r31 + 0], 16 !lookup\n    \
+                vld v2, [r31 + 64], 16\n    vld v3, [r31 + 256], 16\n    halt\n";
+    let mut setup = Setup::new(chain_image(8), OutputBuffer { base: 0, elems: 0 });
+    setup.cfg.max_outstanding = 1;
+    let sys = run(setup, text);
+    let h = sys.engine.stats().lookup_histogram("core.lookup_latency").expect("histogram");
+    assert_eq!(h.len(), 1);
+    let latency = h.max();
+    assert!(latency > 2 * ROUND_TRIP && latency < 2 * ROUND_TRIP + 10 * CYCLE, "{latency}");
+}
