@@ -588,10 +588,9 @@ pub fn run(
         cores.push((name, core));
     }
 
-    // The network sends runs of `granule` bytes to each LLC bank (validated: a whole number of
-    // lines).
-    let granule = sys.caches.noc.as_ref().and_then(|n| n.granule).map_or(line.bytes(), |g| g.bytes());
-    let run_lines = (granule / line.bytes()).max(1);
+    // The network sends runs of its granule to each LLC bank (validated: a whole number of lines).
+    let noc = sys.caches.noc.clone().unwrap_or_else(default_noc);
+    let run_lines = (noc.granule_or(line).bytes() / line.bytes()).max(1);
     // Caches whose every arrival wake polls all their inputs.
     let mut polling = Vec::new();
     for (name, id, (down_req, down_resp), cfg, banks) in &caches {
@@ -608,9 +607,8 @@ pub fn run(
         e.install(*id, Node::Cache(cache))?;
     }
     if shared_entry != mem {
-        let cfg = sys.caches.noc.clone().unwrap_or_else(default_noc);
         let links = CrossbarLinks { upstream: wiring.ports(shared_entry), downstream: &noc_down };
-        let x = Crossbar::new("noc", &cfg, clock, links, line, e.stats_mut())
+        let x = Crossbar::new("noc", &noc, clock, links, line, e.stats_mut())
             .map_err(|err| build_err("noc", err))?;
         e.install(shared_entry, Node::Xbar(x))?;
     }

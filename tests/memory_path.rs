@@ -6,6 +6,7 @@
 mod common;
 
 use common::{configs, run_config, run_results, temp_dir};
+use std::path::Path;
 
 /// Runs two plain-CPU systems on the small embedding bag, the preset and one with `tweak`
 /// written into its `[[system]]`: each run's (lookup-latency p50, simulated time) in ps.
@@ -79,20 +80,26 @@ fn the_memory_link_converts_to_whole_cycles_exactly() {
     // At 3 GHz, 12 ns is 36 cycles (a 333 ps whole-ps period once made it 37); 12.33 ns, the
     // preset's, is 37; anything shorter than a cycle is one.
     let dir = temp_dir("memory-link-cycles");
-    let dae = configs().join("systems/dae-hbm3.toml");
     for (latency, cycles) in [("12ns", 36u32), ("12.33ns", 37), ("0.1ns", 1), ("333ps", 1), ("334ps", 2)] {
-        let text = format!(
-            "[experiment]\nname = \"l\"\n[[system]]\nname = \"dae\"\ninclude = \"{}\"\ncores = 1\n\
-             memory.link_latency = \"{latency}\"\n[[workload]]\ninclude = \"{}\"\n",
-            dae.display(),
-            configs().join("workloads/emb-small.toml").display()
-        );
-        let cfg = dir.join("l.toml");
-        std::fs::write(&cfg, text).unwrap();
-        let exp = dae_sim::experiment::Experiment::load(&cfg, &Default::default()).unwrap();
-        let dae_sim::experiment::SystemPlan::Dae(sys) = &exp.systems[0].1 else { panic!("a DAE system") };
+        let sys = one_core_plan(&dir, &format!("memory.link_latency = \"{latency}\""));
         assert_eq!(sys.memory_link_cycles, cycles, "{latency}");
     }
+}
+
+/// The plan of a one-core system from the DAE preset with `tweak` written into its
+/// `[[system]]`, on the small embedding bag (loaded, not run).
+fn one_core_plan(dir: &Path, tweak: &str) -> dae_sim::system::DaeSystem {
+    let text = format!(
+        "[experiment]\nname = \"l\"\n[[system]]\nname = \"dae\"\ninclude = \"{}\"\ncores = 1\n{tweak}\n\
+         [[workload]]\ninclude = \"{}\"\n",
+        configs().join("systems/dae-hbm3.toml").display(),
+        configs().join("workloads/emb-small.toml").display()
+    );
+    let cfg = dir.join("l.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let exp = dae_sim::experiment::Experiment::load(&cfg, &Default::default()).unwrap();
+    let dae_sim::experiment::SystemPlan::Dae(sys) = &exp.systems[0].1 else { panic!("a DAE system") };
+    (**sys).clone()
 }
 
 #[test]
@@ -139,18 +146,8 @@ fn a_plain_cores_cost_model_counts_the_tighter_of_its_two_miss_limits() {
     // The core bounds its misses by core.max_outstanding and by its L1D's MSHRs; the partition's
     // cost model used the MSHRs alone.
     let dir = temp_dir("miss-limits");
-    let dae = configs().join("systems/dae-hbm3.toml");
     for (tweak, want) in [("core.max_outstanding = 4", 4u32), ("caches.l1d.mshrs = 8", 8), ("", 16)] {
-        let text = format!(
-            "[experiment]\nname = \"m\"\n[[system]]\nname = \"cpu\"\ninclude = \"{}\"\ncores = 1\n\
-             access_unit = \"none\"\n{tweak}\n[[workload]]\ninclude = \"{}\"\n",
-            dae.display(),
-            configs().join("workloads/emb-small.toml").display()
-        );
-        let cfg = dir.join("m.toml");
-        std::fs::write(&cfg, text).unwrap();
-        let exp = dae_sim::experiment::Experiment::load(&cfg, &Default::default()).unwrap();
-        let dae_sim::experiment::SystemPlan::Dae(sys) = &exp.systems[0].1 else { panic!("a CPU system") };
+        let sys = one_core_plan(&dir, &format!("access_unit = \"none\"\n{tweak}"));
         assert_eq!(sys.memory_costs().outstanding, want, "{tweak}");
     }
 }

@@ -484,6 +484,7 @@ struct Decoded {
 const UNKNOWN: u64 = u64::MAX;
 /// No access / no ROB entry.
 const NONE32: u32 = u32::MAX;
+const NO_SEQ: u64 = u64::MAX;
 
 /// Rows whose chunks may still be joined by the loads that follow: a lookup's row is loaded
 /// chunk by chunk, interleaved with other rows' chunks (a knowledge-graph score walks a head, a
@@ -506,7 +507,6 @@ struct RowTiming {
     /// Later loads may still join it.
     open: bool,
 }
-const NO_SEQ: u64 = u64::MAX;
 
 /// A ROB entry. `seq` is the instruction's dispatch number; the entry lives at
 /// `seq & rob_mask`: the ring has the next power of two of `rob_entries` slots (at most
@@ -2107,44 +2107,39 @@ where
         self.change_loads_in_flight(false, ctx);
     }
 
-    /// The row a load of `bytes` at `addr` times: a new one for a `!lookup` load (`joinable`:
-    /// later chunks may continue it), an open one it continues, or none ([`NONE32`]).
-    fn row_of(&mut self, lookup: bool, joinable: bool, addr: u64, bytes: u64, ctx: &mut Ctx<'_, M>) -> u32 {
-        let next = addr.saturating_add(bytes);
-        let r = if lookup {
-            if self.open_rows.len() == OPEN_ROWS
-                && let Some(old) = self.open_rows.pop_front()
-            {
-                self.close_row(old, ctx);
+    /// Opens the row of a `!lookup` load (`next_addr`: where a continuing chunk would load,
+    /// `u64::MAX` for none), closing the oldest open row when there are `OPEN_ROWS`.
+    fn open_row(&mut self, next_addr: u64, ctx: &mut Ctx<'_, M>) -> u32 {
+        if self.open_rows.len() == OPEN_ROWS
+            && let Some(old) = self.open_rows.pop_front()
+        {
+            self.close_row(old, ctx);
+        }
+        let timing = RowTiming { start: Tick::MAX, done: 0, pending: 1, next_addr, open: true };
+        let r = match self.free_rows.pop() {
+            Some(r) => {
+                self.rows[r as usize] = timing;
+                r
             }
-            let timing = RowTiming {
-                start: Tick::MAX,
-                done: 0,
-                pending: 0,
-                next_addr: if joinable { next } else { u64::MAX },
-                open: true,
-            };
-            let r = match self.free_rows.pop() {
-                Some(r) => {
-                    self.rows[r as usize] = timing;
-                    r
-                }
-                None => {
-                    self.rows.push(timing);
-                    (self.rows.len() - 1) as u32
-                }
-            };
-            self.open_rows.push_back(r);
-            r
-        } else {
-            let rows = &self.rows;
-            let Some(&r) = self.open_rows.iter().rev().find(|&&r| rows[r as usize].next_addr == addr) else {
-                return NONE32;
-            };
-            self.rows[r as usize].next_addr = next;
-            r
+            None => {
+                self.rows.push(timing);
+                (self.rows.len() - 1) as u32
+            }
         };
-        self.rows[r as usize].pending += 1;
+        self.open_rows.push_back(r);
+        r
+    }
+
+    /// The open row an unmarked vector load of `bytes` at `addr` continues (the newest that
+    /// would load there next), or [`NONE32`].
+    fn join_row(&mut self, addr: u64, bytes: u64) -> u32 {
+        let rows = &mut self.rows;
+        let Some(&r) = self.open_rows.iter().rev().find(|&&r| rows[r as usize].next_addr == addr) else {
+            return NONE32;
+        };
+        let row = &mut rows[r as usize];
+        row.next_addr = addr.saturating_add(bytes);
+        row.pending += 1;
         r
     }
 
@@ -2306,7 +2301,7 @@ where
                 };
                 self.rf.regs[rd as usize] = value;
                 // A scalar lookup is a row of one element; only vector loads continue rows.
-                let row = if lookup { self.row_of(true, false, addr, width.bytes(), ctx) } else { NONE32 };
+                let row = if lookup { self.open_row(u64::MAX, ctx) } else { NONE32 };
                 x.access = self.new_access(false, row);
                 self.add_lines(x.access, addr, width.bytes());
                 self.count_load(lookup, ctx);
@@ -2316,7 +2311,11 @@ where
                 let addr = tryf!(self.address(base, offset));
                 tryf!(self.load_any(fmt, vd, addr, count));
                 let bytes = fmt.elem_bytes() * u64::from(count);
-                let row = self.row_of(lookup, true, addr, bytes, ctx);
+                let row = if lookup {
+                    self.open_row(addr.saturating_add(bytes), ctx)
+                } else {
+                    self.join_row(addr, bytes)
+                };
                 x.access = self.new_access(false, row);
                 x.slots = self.port_uops(bytes);
                 self.add_lines(x.access, addr, bytes);
@@ -2327,7 +2326,7 @@ where
                 let start = vd as usize * self.lanes;
                 // Gather into a scratch copy first: the index vector may be the destination.
                 let mut lanes = [0f32; crate::isa::MAX_LANES as usize];
-                let row = if lookup { self.row_of(true, false, 0, 0, ctx) } else { NONE32 };
+                let row = if lookup { self.open_row(u64::MAX, ctx) } else { NONE32 };
                 x.access = self.new_access(false, row);
                 for (i, lane) in lanes.iter_mut().enumerate().take(count as usize) {
                     let idx = match index {

@@ -241,8 +241,7 @@ pub fn run(
         let mut c = Cache::new(name, cfg, clock, links, seeds, e.stats_mut()).map_err(|x| build(name, x))?;
         if *banks > 1 {
             // Slices own pseudo-channels: runs of the DRAM's interleave unit.
-            let run_lines = (gpu.dram.interleave_bytes() / cfg.line.bytes()).max(1);
-            c = c.interleaved(*banks, run_lines);
+            c = c.interleaved(*banks, (gpu.dram.interleave_bytes() / cfg.line.bytes()).max(1));
         }
         e.install(*id, GpuNode::Cache(c)).map_err(|x| build(name, x))?;
     }

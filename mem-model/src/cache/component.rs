@@ -1060,25 +1060,11 @@ where
             return Outcome::Waiting;
         }
         if nt && self.non_temporal == NonTemporalPolicy::Bypass {
-            if req.write {
-                if self.writes_queued >= self.geo.writeback_buffer {
-                    return Outcome::Stall(Stall::Writeback);
-                }
-                self.write_down((line << self.geo.line_shift) + lo, hi - lo, true);
+            let out = self.unallocated(p, req, line, (lo, hi), cycle);
+            if !matches!(out, Outcome::Stall(_)) {
                 self.bump(Count::Bypasses);
-                return Outcome::Done;
             }
-            if !self.mshr_room() || !self.request_room(p) {
-                return Outcome::Stall(Stall::Mshr);
-            }
-            let Some(m) = self.mshrs.allocate(line, None) else {
-                return Outcome::Stall(Stall::Mshr);
-            };
-            self.fetch(m, line, need, true);
-            let r = self.request_index(p, cycle);
-            self.mshrs.add_target(m, Target { request: r, need });
-            self.bump(Count::Bypasses);
-            return Outcome::Waiting;
+            return out;
         }
         let full = if req.write { self.sectors.covered(lo, hi) } else { 0 };
         let fetch = need & !full;
@@ -1124,11 +1110,22 @@ where
     }
 
     /// An access to an absent line whose set has every way locked by a fetch: served without
-    /// allocating (a read fetches for itself, later reads of the line ride along; a write goes
-    /// down as it is), rather than holding the port, and every request behind it, until a fill
-    /// frees a way. A cache that allocates at fill time would evict one of those lines instead;
-    /// neither blocks the bank.
-    fn set_busy(
+    /// allocating (see [`Cache::unallocated`]) rather than holding the port, and every request
+    /// behind it, until a fill frees a way. A cache that allocates at fill time would evict one
+    /// of those lines instead; neither blocks the bank.
+    fn set_busy(&mut self, p: usize, req: MemRequest, line: u64, span: (u64, u64), cycle: u64) -> Outcome {
+        let out = self.unallocated(p, req, line, span, cycle);
+        if !matches!(out, Outcome::Stall(_)) {
+            self.bump(Count::Misses);
+            self.bump(Count::SetBusyMisses);
+        }
+        out
+    }
+
+    /// Serves an access to bytes `[lo, hi)` of absent `line` without allocating a way: a read
+    /// fetches for itself (later reads of the line ride along, see `absent`), a write goes down
+    /// as it is.
+    fn unallocated(
         &mut self,
         p: usize,
         req: MemRequest,
@@ -1136,24 +1133,25 @@ where
         (lo, hi): (u64, u64),
         cycle: u64,
     ) -> Outcome {
+        let nt = req.non_temporal;
         if req.write {
             if self.writes_queued >= self.geo.writeback_buffer {
                 return Outcome::Stall(Stall::Writeback);
             }
-            self.write_down((line << self.geo.line_shift) + lo, hi - lo, req.non_temporal);
-        } else {
-            // `absent` checked the MSHR and answer room for this read.
-            let Some(m) = self.mshrs.allocate(line, None) else {
-                return Outcome::Stall(Stall::Mshr);
-            };
-            let need = self.sectors.touched(lo, hi);
-            self.fetch(m, line, need, req.non_temporal);
-            let r = self.request_index(p, cycle);
-            self.mshrs.add_target(m, Target { request: r, need });
+            self.write_down((line << self.geo.line_shift) + lo, hi - lo, nt);
+            return Outcome::Done;
         }
-        self.bump(Count::Misses);
-        self.bump(Count::SetBusyMisses);
-        if req.write { Outcome::Done } else { Outcome::Waiting }
+        if !self.mshr_room() || !self.request_room(p) {
+            return Outcome::Stall(Stall::Mshr);
+        }
+        let Some(m) = self.mshrs.allocate(line, None) else {
+            return Outcome::Stall(Stall::Mshr);
+        };
+        let need = self.sectors.touched(lo, hi);
+        self.fetch(m, line, need, nt);
+        let r = self.request_index(p, cycle);
+        self.mshrs.add_target(m, Target { request: r, need });
+        Outcome::Waiting
     }
 
     /// Sets a timer for the earliest known work: the next answer due on a port that can send,

@@ -90,10 +90,15 @@ impl CrossbarError {
 }
 
 impl CrossbarConfig {
+    /// The interleaving unit: `granule`, or `line` when the configuration names none.
+    pub fn granule_or(&self, line: ByteSize) -> ByteSize {
+        self.granule.unwrap_or(line)
+    }
+
     /// Checks the values that do not depend on the wiring (`line`: the default granule), so a
     /// configuration can be rejected before anything is built.
     pub fn check(&self, line: ByteSize) -> Result<(), CrossbarError> {
-        let granule = self.granule.unwrap_or(line);
+        let granule = self.granule_or(line);
         for (field, v) in [
             ("granule", granule.bytes()),
             ("max_in_flight", u64::from(self.max_in_flight)),
@@ -319,7 +324,7 @@ impl<M> Crossbar<M> {
             }
         }
         cfg.check(line)?;
-        let granule = cfg.granule.unwrap_or(line);
+        let granule = cfg.granule_or(line);
         let (n_up, n_down) = (links.upstream.len(), links.downstream.len());
         let latency = cfg.topology.latency_table(n_up, n_down)?;
         let xstats = XbarStats {
