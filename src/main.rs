@@ -193,6 +193,10 @@ struct CompileArgs {
     /// Access-unit lanes: a bag's lookups advance in lockstep over them (1: single-lane).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     au_lanes: u32,
+    /// Stream storage of each access-unit lane in bytes (the TMU's 2 KiB; 0: unlimited). Outer
+    /// layers' rows that do not fit go to the core as addresses.
+    #[arg(long, default_value_t = 2048)]
+    au_storage_per_lane: u64,
     /// Seed of the workload's indices.
     #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     seed: u64,
@@ -454,6 +458,7 @@ fn compile(args: &CompileArgs) -> Result<()> {
         cores: args.cores,
         vector_lanes: args.lanes,
         au_lanes: args.au_lanes,
+        au_storage_per_lane: args.au_storage_per_lane,
         passes,
         partition: compiler::Partition::Cost,
     };

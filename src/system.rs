@@ -204,7 +204,7 @@ pub struct DaeSystem {
 
 impl DaeSystem {
     /// What the compiler needs to know of this chip: decoupled or core-only, cores, vector
-    /// lanes and access-unit lanes.
+    /// lanes, access-unit lanes and their stream storage.
     pub fn target_info(&self) -> compiler::TargetInfo {
         let target =
             if self.access_unit.is_some() { compiler::Target::Decoupled } else { compiler::Target::CoreOnly };
@@ -213,6 +213,7 @@ impl DaeSystem {
             cores: self.cores,
             vector_lanes: self.vector_lanes,
             au_lanes: self.access_unit.as_ref().map_or(1, |a| a.unit.lanes),
+            au_storage_per_lane: self.access_unit.as_ref().map_or(0, |a| a.unit.storage_per_lane()),
             passes: self.passes,
             partition: match self.partition {
                 crate::config::schema::PartitionSetting::Cost => compiler::Partition::Cost,

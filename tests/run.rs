@@ -441,3 +441,29 @@ fn rows_the_vectorizer_cannot_tile_are_warned_of() {
         assert_eq!(err.contains("no chunk of 8..=16 lanes tiles its 17-element rows"), warned, "{err}");
     }
 }
+
+#[test]
+fn a_stream_storage_too_small_for_one_iteration_fails_its_runs_and_keeps_the_others() {
+    // Eight lanes of 128 B: emb-small's 256 B row alone does not fit a lane.
+    let dir = temp_dir("storage-too-small");
+    let cfg = small_experiment(&dir, "");
+    common::edit_file(&cfg, |t| {
+        t.replacen("cores = 4\n", "cores = 4\naccess_unit = { storage = \"1KiB\" }\n", 1)
+    });
+    let out = dir.join("out");
+    let o = run_config(&cfg, &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("on dae: building core0.au: access unit: each lane's stream storage (128 B"),
+        "{err}"
+    );
+    assert!(err.contains("`access_unit.storage` needs at least"), "{err}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    let of = |s: &str| runs.iter().find(|r| r["system"] == s).unwrap();
+    assert!(of("dae")["error"].as_str().unwrap().contains("stream storage"));
+    assert_eq!(of("cpu")["verified"], true);
+}

@@ -317,6 +317,24 @@ impl AuProgram {
         self.tus.iter().map(|t| t.layer.lanes()).max().unwrap_or(1)
     }
 
+    /// Stream storage one iteration of TU `tu` holds in each of its lanes: its rows, and 8 bytes
+    /// per scalar stream (at least 8).
+    pub fn iteration_bytes(&self, tu: TuId) -> u64 {
+        self.streams_of(tu)
+            .map(|(_, s)| match s.kind {
+                StreamKind::Row { bytes, .. } => u64::from(bytes),
+                _ => 8,
+            })
+            .sum::<u64>()
+            .max(8)
+    }
+
+    /// Stream storage one iteration of every layer holds together in a lane: what a lane's
+    /// storage must hold at least once (the unit gives every layer of a lane the same depth).
+    pub fn lane_iteration_bytes(&self) -> u64 {
+        (0..self.tus.len()).map(|t| self.iteration_bytes(TuId(t as u8))).sum()
+    }
+
     /// Checks `o` names a constant or a stream of a TU strictly enclosing `tu`.
     fn outer_operand(&self, o: Operand, tu: usize, what: &str) -> Result<(), AuError> {
         if let Operand::Stream(s) = o

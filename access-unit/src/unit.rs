@@ -21,9 +21,9 @@
 //! window depth comes from the stream storage: `storage` is the unit's total, each lane gets
 //! `storage / lanes` (TMU: 8 x 2 KiB), and every layer of a lane gets the same depth: the
 //! lane's storage over the bytes one iteration of every layer holds together (rows, 8 bytes per
-//! scalar stream), at least 2, so wide rows mean a shallower window, as in the TMU where storage
-//! sets stream depth (a child's iterations derive from its parent's, so unequal depths would
-//! only idle storage).
+//! scalar stream), so wide rows mean a shallower window, as in the TMU where storage sets stream
+//! depth (a child's iterations derive from its parent's, so unequal depths would only idle
+//! storage). A storage that cannot hold one such iteration is refused at build.
 //!
 //! Arbitration, per cycle up to `requests_per_cycle` lines: output-queue chunk writes first (the
 //! core waits on them), then layers outermost first, round-robin among the lanes of a layer, in
@@ -186,6 +186,21 @@ pub enum AuBuildError {
         need: u32,
         /// How many the unit has.
         have: u32,
+    },
+    /// A lane's stream storage cannot hold one iteration of every layer.
+    #[error(
+        "access unit: each lane's stream storage ({per_lane} B: `access_unit.storage` over {lanes} lanes) cannot \
+         hold one iteration of the program's layers ({need} B: rows plus 8 B per scalar stream); \
+         `access_unit.storage` needs at least {} B",
+        need * u64::from(*lanes)
+    )]
+    StorageTooSmall {
+        /// Bytes of storage per lane.
+        per_lane: u64,
+        /// The unit's lanes.
+        lanes: u32,
+        /// Bytes one iteration of every layer holds together.
+        need: u64,
     },
     /// A statistic name collides.
     #[error(transparent)]
@@ -481,25 +496,17 @@ impl<M> AccessUnit<M> {
             });
         }
         let line = cfg.line_bytes as u64;
-        // Bytes one iteration of each layer holds: its rows, 8 per scalar stream.
-        let iteration_bytes: Vec<u64> = (0..nlev)
-            .map(|l| {
-                program
-                    .streams
-                    .iter()
-                    .filter(|s| s.tu.0 as usize == l)
-                    .map(|s| match s.kind {
-                        StreamKind::Row { bytes, .. } => bytes as u64,
-                        _ => 8,
-                    })
-                    .sum::<u64>()
-                    .max(8)
-            })
-            .collect();
         // Every layer of a lane gets the same depth: a child's iterations derive from its
         // parent's, so a deeper parent than child (or the reverse) only idles storage.
-        let depth =
-            (cfg.storage_per_lane() / iteration_bytes.iter().sum::<u64>().max(1)).clamp(2, 1 << 16) as usize;
+        let lane_iteration = program.lane_iteration_bytes();
+        let depth = (cfg.storage_per_lane() / lane_iteration).min(1 << 16) as usize;
+        if depth == 0 {
+            return Err(AuBuildError::StorageTooSmall {
+                per_lane: cfg.storage_per_lane(),
+                lanes: cfg.lanes,
+                need: lane_iteration,
+            });
+        }
         let mut place = vec![(0u8, 0u8); program.streams.len()];
         let mut levels = Vec::with_capacity(nlev);
         for l in 0..nlev {
@@ -515,8 +522,8 @@ impl<M> AccessUnit<M> {
                 place[g as usize] = (l as u8, k as u8);
             }
             let lanes = tu.layer.lanes();
-            // Each lane holds its own iterations; at least two per layer, so a layer always
-            // overlaps one iteration's loads with the next.
+            // Each lane holds its own iterations: with a depth of one, a layer fetches its next
+            // iteration only once the current one's events are in the output queue.
             let capacity = depth * lanes as usize;
             let cbs = |tu: usize, ev: Event| -> Vec<usize> {
                 program

@@ -459,8 +459,8 @@ fn lockstep_lanes_use_every_lanes_storage_and_run_faster_than_one_lane() {
     assert!(vector >= 2 * 200 * ROW * 1_000 / 64, "lockstep {vector} ps");
 }
 
-#[test]
-fn a_unit_too_small_for_the_program_is_refused() {
+/// An engine with the links of a unit not yet built, to try building one.
+fn unbuilt() -> (Engine<Node>, AuPorts) {
     let clock = clock();
     let mut e: Engine<Node> = Engine::new();
     let (a, b) = (e.reserve(), e.reserve());
@@ -471,6 +471,12 @@ fn a_unit_too_small_for_the_program_is_refused() {
         outq: e.connect(a, b, link("o")).unwrap(),
         queue: None,
     };
+    (e, ports)
+}
+
+#[test]
+fn a_unit_too_small_for_the_program_is_refused() {
+    let (mut e, ports) = unbuilt();
     let img = Arc::new(image(vec![0], vec![0]));
     let cfg = AccessUnitConfig { lanes: 4, ..tmu() };
     let err = AccessUnit::<Msg>::new(
@@ -510,10 +516,34 @@ fn a_tiny_stream_storage_stalls_the_traversal() {
         assert_eq!(events(&r), expected_events(&offsets, &indices));
         r
     };
-    let (tiny, big) = (t(64), t(16 << 10));
+    // One iteration of both layers: three scalars (24 B), then two (16 B) and a row.
+    let one = 24 + 16 + ROW;
+    let (tiny, big) = (t(one), t(16 << 10));
     assert!(tiny.counters.storage_stall_cycles > 0);
     assert!(tiny.counters.storage_stall_cycles > big.counters.storage_stall_cycles);
     assert!(tiny.end_tick > 2 * big.end_tick, "tiny {} ps, big {} ps", tiny.end_tick, big.end_tick);
+    // A depth of one: a bag's two bounds, one index line and one row's four lines read, and
+    // the four lines of the row it writes into the output queue, at most.
+    assert!(tiny.max_in_flight <= 11, "{} lines in flight", tiny.max_in_flight);
+    assert!(big.max_in_flight > 11, "{} lines in flight", big.max_in_flight);
+}
+
+#[test]
+fn a_storage_that_cannot_hold_one_iteration_is_refused() {
+    let (mut e, ports) = unbuilt();
+    let img = Arc::new(image(vec![0], vec![0]));
+    // Two lanes of 295 B each, one byte short of the 296 B iteration.
+    let cfg = AccessUnitConfig { storage: ByteSize::from_bytes(2 * 295), lanes: 2, ..tmu() };
+    let err =
+        AccessUnit::<Msg>::new("au", cfg, bag_program(1), img.clone(), ports, e.stats_mut()).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "access unit: each lane's stream storage (295 B: `access_unit.storage` over 2 lanes) cannot hold one \
+         iteration of the program's layers (296 B: rows plus 8 B per scalar stream); `access_unit.storage` \
+         needs at least 592 B"
+    );
+    let cfg = AccessUnitConfig { storage: ByteSize::from_bytes(2 * 296), lanes: 2, ..tmu() };
+    assert!(AccessUnit::<Msg>::new("au2", cfg, bag_program(1), img, ports, e.stats_mut()).is_ok());
 }
 
 #[test]

@@ -51,6 +51,9 @@ pub struct TargetInfo {
     /// Lanes of the access unit (decoupled targets): the innermost loop advances in lockstep
     /// over them, under a broadcast layer. 1 keeps every level single-lane.
     pub au_lanes: u32,
+    /// Stream storage of each access-unit lane in bytes (0: unlimited). Outer layers' rows
+    /// that do not fit go to the core as addresses ([`crate::target::au::au_program`]).
+    pub au_storage_per_lane: u64,
     /// The passes to run.
     pub passes: Passes,
     /// How the bags are spread over the cores.
@@ -392,7 +395,8 @@ fn lower_core(
     let dlc = to_dlc::slc_to_dlc(&f)?;
     check(&dlc, "dlc")?;
     record.push(("dlc".into(), text::print(&dlc)));
-    let au = crate::target::au::au_program(&dlc, bases, target.au_lanes).map_err(CompileError::Resources)?;
+    let au = crate::target::au::au_program(&dlc, bases, target.au_lanes, target.au_storage_per_lane)
+        .map_err(CompileError::Resources)?;
     record.push(("au".into(), au.to_string()));
     let core = crate::target::dlc_core_text(&dlc, bases, vl).map_err(CompileError::Resources)?;
     record.push(("core".into(), core.clone()));

@@ -113,6 +113,7 @@ fn generated_programs_round_trip_through_their_text_forms() {
                 cores: 4,
                 vector_lanes: 16,
                 au_lanes: 8,
+                au_storage_per_lane: 0,
                 passes: Passes::default(),
                 partition: Partition::Cost,
             },
@@ -140,6 +141,7 @@ fn unusable_workloads_and_targets_name_the_field() {
         cores: 2,
         vector_lanes: 16,
         au_lanes: 8,
+        au_storage_per_lane: 0,
         passes: Passes::default(),
         partition: Partition::Cost,
     };
@@ -204,6 +206,7 @@ fn gnn_aggregation_resolves_to_one_table_with_a_bag_per_vertex() {
             cores: 4,
             vector_lanes: 16,
             au_lanes: 8,
+            au_storage_per_lane: 0,
             passes: Passes::default(),
             partition: Partition::Cost,
         },
@@ -238,6 +241,7 @@ fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
         cores: 2,
         vector_lanes: 16,
         au_lanes: 8,
+        au_storage_per_lane: 0,
         passes,
         partition: Partition::Cost,
     };
@@ -253,5 +257,53 @@ fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
         assert_eq!(au.contains(" !nt"), marked, "{au}");
         let slc = &stages.cores[0].iter().find(|(n, _)| n == "slc").unwrap().1;
         assert_eq!(slc.contains("readonly nontemporal"), marked, "{slc}");
+    }
+}
+
+#[test]
+fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations() {
+    // DistMult at 200 dimensions: head and relation rows (800 B each) per query, a tail row per
+    // candidate, 2456 B per lane once bufferized.
+    let spec = toml::from_str::<WorkloadSpec>(
+        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"distmult\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
+         dim = 200\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n",
+    )
+    .unwrap()
+    .resolved()
+    .unwrap();
+    let inst = EmbeddingBagInstance::generate(&spec, &SeedTree::new(3));
+    let au = |storage: u64| {
+        let info = TargetInfo {
+            target: Target::Decoupled,
+            cores: 1,
+            vector_lanes: 16,
+            au_lanes: 8,
+            au_storage_per_lane: storage,
+            passes: Passes::default(),
+            partition: Partition::Cost,
+        };
+        compile(&spec, inst.clone(), info).unwrap().jobs[0].au.clone().unwrap()
+    };
+    let rows_in = |p: &access_unit::AuProgram, tu: u8| {
+        p.streams
+            .iter()
+            .filter(|s| s.tu.0 == tu && matches!(s.kind, access_unit::isa::StreamKind::Row { .. }))
+            .count()
+    };
+    // Unlimited, or room for two: the unit fetches all three rows.
+    for storage in [0, 2 * 2456] {
+        let p = au(storage);
+        assert_eq!(p.lane_iteration_bytes(), 2456);
+        assert_eq!((rows_in(&p, 0), rows_in(&p, 1)), (2, 1), "{p}");
+    }
+    // The TMU's 2 KiB, or one byte short of two iterations: the tail rows only; the head and
+    // relation operands are their rows' addresses, `table + index * 800`.
+    for storage in [2048, 2 * 2456 - 1] {
+        let p = au(storage);
+        assert_eq!((rows_in(&p, 0), rows_in(&p, 1)), (0, 1), "{p}");
+        assert!(p.lane_iteration_bytes() * 2 <= 2048, "{} B", p.lane_iteration_bytes());
+        let text = p.to_string();
+        assert!(text.contains("alu.mul s1, 800 in t0") && text.contains("alu.mul s2, 800 in t0"), "{text}");
+        assert_eq!(access_unit::parse(&text).unwrap(), p);
     }
 }

@@ -63,6 +63,7 @@ fn generate(spec: &WorkloadSpec) -> BTreeMap<String, String> {
             cores: CORES,
             vector_lanes: 16,
             au_lanes: 8,
+            au_storage_per_lane: 2048,
             passes: Passes::level(level).expect("levels 0..=3 exist"),
             partition: Partition::Cost,
         };

@@ -105,6 +105,7 @@ fn every_recorded_stage_round_trips_and_verifies() {
                         cores,
                         vector_lanes: 16,
                         au_lanes: 8,
+                        au_storage_per_lane: 0,
                         passes,
                         partition: Partition::Cost,
                     };

@@ -7,7 +7,9 @@
 //! mapping of embedding bags; a lone TU runs in lockstep alone); the others are single-lane. Buffer streams over read-only f32
 //! memories are the lookups whose latency is reported. An ALU stream that only adds a
 //! constant to a memory index (`offsets[b + 1]`) folds into the memory stream's base address,
-//! so it takes no stream storage.
+//! so it takes no stream storage. The program is fitted to the unit's stream storage: outer
+//! layers' rows become addresses for the core to load when a lane cannot hold two iterations
+//! ([`au_program`]).
 
 use crate::ir::{Arg, Func, IntOp, MemId, Op, Opcode, Value};
 use access_unit::isa::{
@@ -15,8 +17,37 @@ use access_unit::isa::{
 };
 use std::collections::HashMap;
 
-/// Builds the access-unit program of DLC function `f`.
-pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Result<AuProgram, String> {
+/// Builds the access-unit program of DLC function `f` for a unit of `au_lanes` lanes with
+/// `storage_per_lane` bytes of stream storage each (0: unlimited). When a lane's storage cannot
+/// hold two iterations of every layer (the least that lets a layer fetch one iteration while
+/// the core is handed the previous one), the buffer streams of the outer layers (a
+/// knowledge-graph query's head and relation rows, fetched once for all its candidates) pass the
+/// core their row's address instead of the row, and the core loads the row itself; the innermost
+/// layer's rows, the gathers, stay with the unit. A storage that cannot hold even one iteration
+/// then is refused when the unit is built.
+pub fn au_program(
+    f: &Func,
+    bases: &HashMap<MemId, u64>,
+    au_lanes: u32,
+    storage_per_lane: u64,
+) -> Result<AuProgram, String> {
+    let p = build(f, bases, au_lanes, None)?;
+    let outer = p.tus.len().saturating_sub(1);
+    if storage_per_lane == 0 || 2 * p.lane_iteration_bytes() <= storage_per_lane || outer == 0 {
+        return Ok(p);
+    }
+    // Too many streams once demoted: the unit reports what does not fit.
+    Ok(build(f, bases, au_lanes, Some(TuId(outer as u8))).unwrap_or(p))
+}
+
+/// The program of `f`; with `demote_below`, buffer streams of TUs before that one pass their
+/// row's address instead of the row.
+fn build(
+    f: &Func,
+    bases: &HashMap<MemId, u64>,
+    au_lanes: u32,
+    demote_below: Option<TuId>,
+) -> Result<AuProgram, String> {
     let config = f
         .body
         .iter()
@@ -31,6 +62,7 @@ pub fn au_program(f: &Func, bases: &HashMap<MemId, u64>, au_lanes: u32) -> Resul
         streams: HashMap::new(),
         folded,
         alus: HashMap::new(),
+        demote_below,
     };
     let mut callbacks: Vec<(u32, Callback)> = Vec::new();
     for op in config.body() {
@@ -139,6 +171,8 @@ struct AuBuilder<'a> {
     folded: HashMap<Value, (Value, i64)>,
     /// Address arithmetic already built, shared by the streams that need it.
     alus: HashMap<(TuId, AluOp, Operand, Operand), StreamId>,
+    /// Buffer streams of TUs before this one become address streams.
+    demote_below: Option<TuId>,
 }
 
 impl AuBuilder<'_> {
@@ -291,6 +325,16 @@ impl AuBuilder<'_> {
         let index = index.map_or(Operand::Const(0), Operand::Stream);
         let unit = if kind == 2 { row_elems * elem_bytes } else { elem_bytes };
         let base = (base as i64 + constant * unit as i64) as u64;
+        if kind == 2 && self.demote_below.is_some_and(|d| t < d) {
+            // The row's address, which the core loads from as it would from the buffer.
+            let offset = match index {
+                Operand::Const(c) => Operand::Const(c * unit as i64),
+                i => Operand::Stream(self.alu(t, AluOp::Mul, i, Operand::Const(unit as i64))?),
+            };
+            let s = self.alu(t, AluOp::Add, offset, Operand::Const(base as i64))?;
+            self.streams.insert(op.result(), s);
+            return Ok(());
+        }
         let stream_kind = match kind {
             // A narrow element (the unit's loads are 32-bit): marshaled as a one-element buffer,
             // which the core loads from the queue with a widening load.
