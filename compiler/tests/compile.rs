@@ -264,13 +264,7 @@ fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
 fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations() {
     // DistMult at 200 dimensions: head and relation rows (800 B each) per query, a tail row per
     // candidate, 2456 B per lane once bufferized.
-    let spec = toml::from_str::<WorkloadSpec>(
-        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"distmult\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
-         dim = 200\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n",
-    )
-    .unwrap()
-    .resolved()
-    .unwrap();
+    let spec = kg(200);
     let inst = EmbeddingBagInstance::generate(&spec, &SeedTree::new(3));
     let au = |storage: u64| {
         let info = TargetInfo {
@@ -306,4 +300,38 @@ fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations
         assert!(text.contains("alu.mul s1, 800 in t0") && text.contains("alu.mul s2, 800 in t0"), "{text}");
         assert_eq!(access_unit::parse(&text).unwrap(), p);
     }
+}
+
+/// DistMult scoring of 4 triples at `dim` dimensions.
+fn kg(dim: u32) -> WorkloadSpec {
+    toml::from_str::<WorkloadSpec>(&format!(
+        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"distmult\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
+         dim = {dim}\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n"
+    ))
+    .unwrap()
+    .resolved()
+    .unwrap()
+}
+
+#[test]
+fn the_plain_core_times_a_candidates_tail_row_and_not_the_rows_it_reloads() {
+    // The head and relation rows are loaded again for every candidate; only the tail row
+    // changes with it. An embedding bag's rows are all lookups.
+    let count = |spec: &WorkloadSpec| {
+        let info = TargetInfo {
+            target: Target::CoreOnly,
+            cores: 1,
+            vector_lanes: 16,
+            au_lanes: 1,
+            au_storage_per_lane: 0,
+            passes: Passes::default(),
+            partition: Partition::Cost,
+        };
+        let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(3));
+        let text = exec_core::print(&compile(spec, inst, info).unwrap().jobs[0].core);
+        (text.matches("!lookup").count(), text.matches("vld ").count())
+    };
+    // Three rows of two 16-lane chunks each, one of them looked up.
+    assert_eq!(count(&kg(32)), (1, 6));
+    assert_eq!(count(&spec()).0, 1);
 }

@@ -53,6 +53,11 @@ pub struct CoreEmitter<'a> {
     pin: HashMap<Value, u8>,
     /// Values that are all-zero vectors (an accumulator set from one is zeroed in place).
     zeros: std::collections::HashSet<Value>,
+    /// Each value's position in the op numbering (a loop's body follows its loop op, up to
+    /// `loop_end`).
+    def: HashMap<Value, usize>,
+    /// The induction values of the loops being emitted, outermost first.
+    loops: Vec<Value>,
 }
 
 /// An op the core cannot run or a program that does not fit its registers.
@@ -78,6 +83,8 @@ impl<'a> CoreEmitter<'a> {
             accs: 0,
             pin: HashMap::new(),
             zeros: Default::default(),
+            def: HashMap::new(),
+            loops: Vec::new(),
         };
         let mut uses: HashMap<Value, usize> = HashMap::new();
         walk(&f.body, &mut |op| {
@@ -93,9 +100,8 @@ impl<'a> CoreEmitter<'a> {
             }
         });
         e.accs = accs;
-        let mut def = HashMap::new();
         let mut pos = 0;
-        number(&f.body, &mut pos, &mut Vec::new(), &mut def, &mut e.last_use, &mut e.loop_end);
+        number(&f.body, &mut pos, &mut Vec::new(), &mut e.def, &mut e.last_use, &mut e.loop_end);
         e.reset();
         e
     }
@@ -267,13 +273,26 @@ impl<'a> CoreEmitter<'a> {
         Ok(if offset < 0 { format!("[r{base} - {}]", -offset) } else { format!("[r{base} + {offset}]") })
     }
 
-    /// Whether a load of `m` at `idx` is the first element of an embedding row.
+    /// Whether a load of `m` at `idx` is the first element of an embedding row that its loop
+    /// looks up: the row's index must change with the innermost loop around the load other than
+    /// the one walking the row's columns. A row read again for every iteration of that loop (a
+    /// knowledge-graph query's head and relation rows, for each candidate) is no new lookup.
     fn is_lookup(&self, m: MemId, idx: &[Arg]) -> bool {
         let d = self.f.mem_decl(m);
-        d.readonly
+        let first_element = d.readonly
             && d.elem.is_float()
             && d.shape.len() >= 2
-            && matches!(idx.last().map(|a| self.arg(*a)), Some(Ok(Loc::Int(0))))
+            && matches!(idx.last().map(|a| self.arg(*a)), Some(Ok(Loc::Int(0))));
+        let Some((column, row)) = idx.split_last() else { return false };
+        let column = column.value();
+        let Some(&l) = self.loops.iter().rev().find(|&&iv| Some(iv) != column) else { return first_element };
+        let (start, end) =
+            (self.def.get(&l).copied().unwrap_or(0), self.loop_end.get(&l).copied().unwrap_or(0));
+        first_element
+            && row
+                .iter()
+                .filter_map(|a| a.value())
+                .all(|v| self.def.get(&v).is_some_and(|&p| start < p && p <= end))
     }
 
     /// The element count operand of a vector access: an immediate or a register.
@@ -484,6 +503,7 @@ impl<'a> CoreEmitter<'a> {
             // Innermost loops only: a row's chunks, not the loops around them.
             let innermost = !op.body().iter().any(|o| o.opcode == Opcode::For);
             if trips <= UNROLL_LIMIT && innermost {
+                self.loops.push(iv);
                 for t in 0..trips {
                     self.pos = start;
                     self.loc.insert(iv, Loc::Int(lo + t * step));
@@ -497,6 +517,7 @@ impl<'a> CoreEmitter<'a> {
                         self.release(v);
                     }
                 }
+                self.loops.pop();
                 self.pos = start;
                 self.skip(op.body());
                 self.loc.remove(&iv);
@@ -525,7 +546,9 @@ impl<'a> CoreEmitter<'a> {
         };
         self.line(&format!("L{n}:"));
         self.line(&format!("bge r{riv}, r{rhi}, X{n}"));
+        self.loops.push(iv);
         self.emit(op.body())?;
+        self.loops.pop();
         self.addr_memo = None;
         self.line(&format!("addi r{riv}, r{riv}, {step}"));
         self.line(&format!("jmp L{n}"));
