@@ -262,7 +262,18 @@ pub fn compile_with_stages(
             }
         }
         let mut record: Vec<(String, String)> = Vec::new();
-        let lowered = lower_core(&loop_fn, range, target, &bases, &inst, spec, &mut record);
+        let mut lowered = lower_core(&loop_fn, range, target, &bases, &inst, spec, &mut record);
+        if let Ok((Some(au), _)) = &lowered
+            && target.passes.has(Pass::Bufferize)
+            && target.au_storage_per_lane > 0
+            && au.lane_iteration_bytes() > target.au_storage_per_lane
+        {
+            // Whole rows do not fit a lane even with the outer ones left to the core: stream
+            // them in vector-sized chunks instead, one callback a chunk.
+            let chunked = TargetInfo { passes: target.passes.without(Pass::Bufferize), ..target };
+            record.clear();
+            lowered = lower_core(&loop_fn, range, chunked, &bases, &inst, spec, &mut record);
+        }
         // The stages so far are kept even when a later one fails: they show where.
         if let Some(s) = stages.as_deref_mut() {
             s.cores.push(record);

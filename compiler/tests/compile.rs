@@ -265,19 +265,7 @@ fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations
     // DistMult at 200 dimensions: head and relation rows (800 B each) per query, a tail row per
     // candidate, 2456 B per lane once bufferized.
     let spec = kg(200);
-    let inst = EmbeddingBagInstance::generate(&spec, &SeedTree::new(3));
-    let au = |storage: u64| {
-        let info = TargetInfo {
-            target: Target::Decoupled,
-            cores: 1,
-            vector_lanes: 16,
-            au_lanes: 8,
-            au_storage_per_lane: storage,
-            passes: Passes::default(),
-            partition: Partition::Cost,
-        };
-        compile(&spec, inst.clone(), info).unwrap().jobs[0].au.clone().unwrap()
-    };
+    let au = |storage: u64| first_au(&spec, storage);
     let rows_in = |p: &access_unit::AuProgram, tu: u8| {
         p.streams
             .iter()
@@ -302,6 +290,26 @@ fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations
     }
 }
 
+/// One core at `-O3`, 16 vector lanes, an 8-lane unit of `storage` bytes a lane (decoupled).
+fn one_core(target: Target, storage: u64) -> TargetInfo {
+    TargetInfo {
+        target,
+        cores: 1,
+        vector_lanes: 16,
+        au_lanes: 8,
+        au_storage_per_lane: storage,
+        passes: Passes::default(),
+        partition: Partition::Cost,
+    }
+}
+
+/// Core 0's access-unit program of `spec` on [`one_core`], decoupled.
+fn first_au(spec: &WorkloadSpec, storage: u64) -> access_unit::AuProgram {
+    let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(3));
+    let c = compile(spec, inst, one_core(Target::Decoupled, storage)).unwrap();
+    c.jobs[0].au.clone().unwrap()
+}
+
 /// DistMult scoring of 4 triples at `dim` dimensions.
 fn kg(dim: u32) -> WorkloadSpec {
     toml::from_str::<WorkloadSpec>(&format!(
@@ -318,20 +326,33 @@ fn the_plain_core_times_a_candidates_tail_row_and_not_the_rows_it_reloads() {
     // The head and relation rows are loaded again for every candidate; only the tail row
     // changes with it. An embedding bag's rows are all lookups.
     let count = |spec: &WorkloadSpec| {
-        let info = TargetInfo {
-            target: Target::CoreOnly,
-            cores: 1,
-            vector_lanes: 16,
-            au_lanes: 1,
-            au_storage_per_lane: 0,
-            passes: Passes::default(),
-            partition: Partition::Cost,
-        };
         let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(3));
-        let text = exec_core::print(&compile(spec, inst, info).unwrap().jobs[0].core);
+        let text =
+            exec_core::print(&compile(spec, inst, one_core(Target::CoreOnly, 0)).unwrap().jobs[0].core);
         (text.matches("!lookup").count(), text.matches("vld ").count())
     };
     // Three rows of two 16-lane chunks each, one of them looked up.
     assert_eq!(count(&kg(32)), (1, 6));
     assert_eq!(count(&spec()).0, 1);
+}
+
+#[test]
+fn rows_wider_than_a_lane_are_streamed_in_chunks() {
+    // 600 f32 (2400 B) rows: whole, one does not fit the TMU's 2 KiB lane.
+    let wide = WorkloadSpec { dim: 600, ..spec() };
+    let au = |storage: u64| first_au(&wide, storage);
+    let widest = |p: &access_unit::AuProgram| {
+        p.streams
+            .iter()
+            .filter_map(|s| match s.kind {
+                access_unit::isa::StreamKind::Row { bytes, .. } => Some(bytes),
+                _ => None,
+            })
+            .max()
+    };
+    assert_eq!(widest(&au(0)), Some(2400));
+    let chunked = au(2048);
+    // 40 chunks of 15 lanes (the widest vector that tiles 600 in 16 lanes), 60 B each.
+    assert_eq!(widest(&chunked), Some(60), "{chunked}");
+    assert!(chunked.lane_iteration_bytes() <= 2048);
 }

@@ -141,6 +141,11 @@ impl Passes {
         Passes(self.0 | 1 << pass as u8)
     }
 
+    /// This set without `pass`.
+    pub fn without(self, pass: Pass) -> Passes {
+        Passes(self.0 & !(1 << pass as u8))
+    }
+
     /// Whether `pass` is enabled.
     pub fn has(self, pass: Pass) -> bool {
         self.0 & (1 << pass as u8) != 0

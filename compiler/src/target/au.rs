@@ -23,8 +23,9 @@ use std::collections::HashMap;
 /// the core is handed the previous one), the buffer streams of the outer layers (a
 /// knowledge-graph query's head and relation rows, fetched once for all its candidates) pass the
 /// core their row's address instead of the row, and the core loads the row itself; the innermost
-/// layer's rows, the gathers, stay with the unit. A storage that cannot hold even one iteration
-/// then is refused when the unit is built.
+/// layer's rows, the gathers, stay with the unit. If even one iteration does not fit then, the
+/// code generator leaves bufferization out (rows streamed in chunks); the unit refuses a
+/// storage that cannot hold that either.
 pub fn au_program(
     f: &Func,
     bases: &HashMap<MemId, u64>,
