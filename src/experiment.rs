@@ -1048,7 +1048,8 @@ impl Experiment {
         {
             return Err(doc.error_at("report.baseline", format!("no system is named \"{b}\"")));
         }
-        let warnings = untiled_rows(&systems, &file.workload);
+        let mut warnings = untiled_rows(&systems, &file.workload);
+        warnings.extend(unused_timings(&systems));
         let out_dir = overrides.out.clone().unwrap_or_else(|| match &file.experiment.output {
             Some(o) => PathBuf::from(o),
             None => PathBuf::from("out").join(&file.experiment.name),
@@ -1141,6 +1142,27 @@ pub struct Measured {
 /// Rows the vectorizer cannot tile on a DAE chip's access units (compiled programs only): no
 /// chunk between half the vector length and the whole tiles `dim` (17 on 16 lanes), or a row
 /// of one element, so the unit streams the row element by element and no lookup is timed (its
+/// A warning per DRAM timing that no constraint or latency of a system's memory uses: a
+/// misspelt name would change nothing.
+fn unused_timings(systems: &[(String, SystemPlan)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, plan) in systems {
+        let spec = match plan {
+            SystemPlan::Dae(s) => match &s.memory {
+                MemoryPlan::Dram(spec) => Some(spec.as_ref()),
+                _ => None,
+            },
+            SystemPlan::Gpu(g) => g.sim.as_ref().map(|sim| sim.dram.as_ref()),
+        };
+        for t in spec.map(|s| s.unused_timings()).unwrap_or_default() {
+            out.push(format!(
+                "system `{name}`: memory timing `{t}` is used by no constraint or latency (a misspelt name changes nothing)"
+            ));
+        }
+    }
+    out
+}
+
 /// latency reads n/a). A warning each, not an error: the figures are what such code gives.
 fn untiled_rows(systems: &[(String, SystemPlan)], workloads: &[WorkloadSpec]) -> Vec<String> {
     let mut warnings = Vec::new();

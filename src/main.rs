@@ -540,6 +540,14 @@ fn mem(args: &MemArgs) -> Result<()> {
     use mem_frontend::{CurveOptions, RunOptions, Traffic};
     let path = mem_frontend::resolve_memory(&args.memory)?;
     let preset = mem_frontend::load_memory(&path)?;
+    if let mem_frontend::MemoryModel::Dram(spec) = &preset.model {
+        for t in spec.unused_timings() {
+            dae_sim::note!(
+                "warning: {}: timing.{t} is used by no constraint or latency (a misspelt name changes nothing)",
+                path.display()
+            );
+        }
+    }
     prepare_out(&args.out)?;
     let bytes = u32::try_from(args.size.bytes())
         .map_err(|_| anyhow!("--size {}: must be below 4 GiB (a request size is 32 bits)", args.size))?;

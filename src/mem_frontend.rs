@@ -480,6 +480,11 @@ impl MemRun {
         Some(d.steady_read_bytes as f64 * scale * 1e12 / (last - first) as f64 / 1e9)
     }
 
+    /// The length of the steady window in ps (0: none).
+    pub fn steady_window_ps(&self) -> u64 {
+        self.driver.steady_window().map_or(0, |(first, last)| last - first)
+    }
+
     /// The bandwidth a loaded-latency point achieved: the steady state's where the run had one,
     /// else the whole run's.
     pub fn achieved_gb_per_s(&self) -> f64 {
@@ -691,7 +696,14 @@ pub fn table(preset: &MemoryPreset, traffic: &Traffic, opts: &RunOptions, run: &
     row(
         "steady bandwidth",
         match run.steady_gb_per_s() {
-            Some(g) => format!("{g:.1} GB/s ({:.1}% of peak; first answer to last send)", 100.0 * g / peak),
+            Some(g) => {
+                let mut text =
+                    format!("{g:.1} GB/s ({:.1}% of peak; first answer to last send)", 100.0 * g / peak);
+                if let Some(note) = short_window_note(preset, run.steady_window_ps()) {
+                    text.push_str(&format!("; its window is {note}"));
+                }
+                text
+            }
             None if run.driver.steady_window().is_none() => {
                 "n/a (every request was sent before the first answer)".into()
             }
@@ -922,6 +934,8 @@ pub struct Curve {
     pub saturation: Vec<(f64, f64)>,
     /// The points, read ratio by read ratio, light load first.
     pub points: Vec<CurvePoint>,
+    /// The shortest saturation run's steady window, ps (0: none had one).
+    pub shortest_saturation_window: u64,
 }
 
 impl Curve {
@@ -929,6 +943,22 @@ impl Curve {
     pub fn requests(&self) -> u64 {
         self.points.iter().map(|p| p.run.driver.requests()).sum::<u64>()
     }
+}
+
+/// Why a steady window of `window` ps is too short to trust, if it is: shorter than one
+/// refresh interval, a run meets more or fewer refreshes than the average, and with writes,
+/// more or fewer write drains (a few thousand requests of a read/write mix can be off by
+/// tens of percent).
+fn short_window_note(preset: &MemoryPreset, window: u64) -> Option<String> {
+    let MemoryModel::Dram(spec) = &preset.model else { return None };
+    let interval = spec.cycles_to_ps(spec.refresh_interval());
+    (window > 0 && window < interval).then(|| {
+        format!(
+            "{:.2} us, under one refresh interval ({:.2} us): short runs can be off by tens of percent",
+            window as f64 / 1e6,
+            interval as f64 / 1e6
+        )
+    })
 }
 
 impl MemoryPreset {
@@ -1007,8 +1037,11 @@ pub fn latency_curve(preset: &MemoryPreset, opts: &CurveOptions) -> Result<Curve
     }
     let mut sat = Vec::new();
     let mut jobs = Vec::new();
+    let mut shortest = u64::MAX;
     for (&ratio, r) in opts.read_ratios.iter().zip(saturation) {
-        let gbps = r?.achieved_gb_per_s();
+        let r = r?;
+        let gbps = r.achieved_gb_per_s();
+        shortest = shortest.min(r.steady_window_ps());
         sat.push((ratio, gbps));
         for i in 0..opts.points {
             let load = curve_load(i, opts.points);
@@ -1023,7 +1056,8 @@ pub fn latency_curve(preset: &MemoryPreset, opts: &CurveOptions) -> Result<Curve
     for (&(read_ratio, load, rate_per_ns), r) in jobs.iter().zip(runs) {
         points.push(CurvePoint { read_ratio, load, rate_per_ns, run: r? });
     }
-    Ok(Curve { saturation: sat, points })
+    let shortest_saturation_window = if shortest == u64::MAX { 0 } else { shortest };
+    Ok(Curve { saturation: sat, points, shortest_saturation_window })
 }
 
 /// The table of a sweep.
@@ -1034,6 +1068,9 @@ pub fn curve_table(preset: &MemoryPreset, curve: &Curve) -> String {
     let sat: Vec<String> =
         curve.saturation.iter().map(|(r, g)| format!("{:.0}% reads {g:.1} GB/s", r * 100.0)).collect();
     let _ = writeln!(t, "saturation (--rate max): {}", sat.join(", "));
+    if let Some(note) = short_window_note(preset, curve.shortest_saturation_window) {
+        let _ = writeln!(t, "note: a saturation run's steady window is {note}; raise --requests");
+    }
     let widths = [6, 7, 8, 9, 9, 8, 9, 9, 9, 9];
     for cells in [
         [
@@ -1268,6 +1305,17 @@ mod tests {
         assert!(e.contains("].latency: ") && e.contains("unknown timing \"nRPX\""), "{e}");
         let e = load_edited("read = \"nCL + nBL\"", "read = \"nCL + nBLX\"");
         assert!(e.contains(": latency.read: ") && e.contains("\"nBLX\""), "{e}");
+        // A row opened after a refresh that cannot be read before the next one: no read ever.
+        let e = load_edited("nRCDRD = 31", "nRCDRD = 6000");
+        assert!(e.contains(": latency.refresh_interval: 6240 cycles between refreshes cannot fit"), "{e}");
+        assert!(load_edited("nRCDRD = 31", "nRCDRD = 5000").is_empty());
+        // The hash has nothing to work with when the pseudo-channel is the top field.
+        let e = load_edited("mapping = \"RoCoBaRaCh\"", "mapping = \"ChRaBaRoCo\"\nchannel_hash = true");
+        assert!(
+            e.contains(": controller.channel_hash: mapping ChRaBaRoCo puts the pseudo-channel above"),
+            "{e}"
+        );
+        assert!(load_edited("mapping = \"RoCoBaRaCh\"", "mapping = \"ChRaBaRoCo\"").is_empty());
     }
 
     #[test]

@@ -106,6 +106,16 @@ fn unknown_mapping_lists_the_valid_ones() {
 }
 
 #[test]
+fn timings_that_nothing_uses_are_listed_for_a_warning() {
+    for name in PRESETS {
+        assert!(spec(name).unused_timings().is_empty(), "{name}: {:?}", spec(name).unused_timings());
+    }
+    let mut p = preset("hbm3-6400");
+    p.timing.insert("nRCDR".into(), 31);
+    assert_eq!(DramSpec::from_preset(p).unwrap().unused_timings(), ["nRCDR"]);
+}
+
+#[test]
 fn unknown_timing_in_a_constraint_is_named() {
     let e = err(|p| p.constraints[5].latency = "nCWL + nBL + nWTRX".into());
     assert!(e.starts_with("constraint 5: unknown timing \"nWTRX\" in \"nCWL + nBL + nWTRX\""), "{e}");

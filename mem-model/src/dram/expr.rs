@@ -169,6 +169,13 @@ impl Parser<'_> {
     }
 }
 
+/// The names `text` refers to (none if it does not tokenize: [`eval`] reports that).
+pub fn names_in(text: &str) -> Vec<String> {
+    tokenize(text)
+        .map(|t| t.into_iter().filter_map(|t| if let Token::Name(n) = t { Some(n) } else { None }).collect())
+        .unwrap_or_default()
+}
+
 /// Evaluates `text` with `names` (timing name to cycles). The result must be at least zero.
 pub fn eval(text: &str, names: &BTreeMap<String, u64>) -> Result<u64, ExprError> {
     let tokens = tokenize(text)?;

@@ -294,6 +294,12 @@ impl AddressMapping {
         self
     }
 
+    /// Whether the scheme has fields above `Ch` for `channel_hash` to hash (none when `Ch` is
+    /// the most significant field: the hash would then change nothing).
+    pub fn can_hash_channels(&self) -> bool {
+        self.hashed.iter().any(|m| *m != 0)
+    }
+
     /// The rotation of the pseudo-channel index for the digits `v` of the fields above `Ch` in
     /// the scheme (the others are ignored, so the chunks below `Ch`, which a scheme keeps
     /// together in one pseudo-channel, stay together): a multiplicative hash, so neighbouring

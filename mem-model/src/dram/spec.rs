@@ -161,6 +161,7 @@ pub struct DramSpec {
     controller: ControllerConfig,
     mapping: AddressMapping,
     interleave_bytes: u64,
+    unused: Vec<String>,
 }
 
 const SCHEDULERS: &str = "frfcfs, frfcfs_cap";
@@ -228,6 +229,23 @@ fn latency(
         },
     })?;
     second.check(context, cycles)
+}
+
+/// Timings the model reads by name, besides those the expressions use: write data latency
+/// (`nCWL + nBL`) and the activation delay the compiler's cost model counts.
+const READ_BY_NAME: [&str; 4] = ["nBL", "nCWL", "nRCD", "nRCDRD"];
+
+/// The timings that no expression uses and the model does not read: harmless, but a misspelt
+/// name (`nRCDR` for `nRCDRD`) would change nothing, so front ends warn about them.
+fn unused_timings(preset: &DramPreset) -> Vec<String> {
+    let mut used: std::collections::BTreeSet<String> = READ_BY_NAME.iter().map(|n| n.to_string()).collect();
+    let texts = [&preset.latency.read, &preset.latency.refresh_interval]
+        .into_iter()
+        .chain(preset.constraints.iter().map(|c| &c.latency));
+    for text in texts {
+        used.extend(expr::names_in(text));
+    }
+    preset.timing.keys().filter(|n| !used.contains(*n)).cloned().collect()
 }
 
 impl DramSpec {
@@ -310,6 +328,7 @@ impl DramSpec {
         for (name, &v) in &timings {
             second.check(&format!("timing.{name}"), v)?;
         }
+        let unused = unused_timings(&preset);
         if let Some(&nbl) = timings.get("nBL")
             && nbl != u64::from(burst_length / tpc)
         {
@@ -413,6 +432,16 @@ impl DramSpec {
         };
         let mapping = AddressMapping::new(scheme, geometry, interleave_bursts, c.xor_bank)?
             .with_channel_hash(c.channel_hash);
+        if c.channel_hash && !mapping.can_hash_channels() {
+            return Err(invalid(
+                "controller.channel_hash",
+                format!(
+                    "mapping {} puts the pseudo-channel above every other field, so there is nothing to hash \
+                     it with: set channel_hash = false or pick a mapping with fields above Ch",
+                    c.mapping
+                ),
+            ));
+        }
 
         // Latencies.
         let read_latency = latency("latency.read", &preset.latency.read, &timings, &second)?;
@@ -458,6 +487,28 @@ impl DramSpec {
                     ),
                 ));
             }
+            // A row opened right after a refresh must be readable before the next one closes
+            // it, or no column command ever goes.
+            let activate = constraints
+                .iter()
+                .filter(|c| {
+                    !c.sibling
+                        && c.preceding.contains(Command::Act)
+                        && [Command::Rd, Command::Wr].iter().any(|&x| c.following.contains(x))
+                })
+                .map(|c| c.latency)
+                .max()
+                .unwrap_or(0);
+            if blocked + activate >= refresh_interval {
+                return Err(invalid(
+                    "latency.refresh_interval",
+                    format!(
+                        "{refresh_interval} cycles between refreshes cannot fit a refresh ({blocked} cycles, \
+                         tRFC) and a row activation ({activate} cycles from ACT to RD or WR, tRCD): no read \
+                         or write would ever issue"
+                    ),
+                ));
+            }
         }
 
         Ok(DramSpec {
@@ -474,6 +525,7 @@ impl DramSpec {
             controller,
             mapping,
             interleave_bytes,
+            unused,
         })
     }
 
@@ -555,6 +607,12 @@ impl DramSpec {
     /// The named timings, in cycles.
     pub fn timings(&self) -> &BTreeMap<String, u64> {
         &self.timings
+    }
+
+    /// The preset's timings that no constraint or latency uses and the model does not read
+    /// (front ends warn: a misspelt name changes nothing).
+    pub fn unused_timings(&self) -> &[String] {
+        &self.unused
     }
 
     /// A named timing, in cycles.
