@@ -49,12 +49,12 @@ use crate::queue::{MAX_OPERANDS, QueueEntry};
 use crate::text::format_inst;
 use crate::{CoreError, Reg, VReg, Var};
 use mem_model::{MemError, MemRequest, MemResponse, MemoryImage};
+use sim_core::address_map::AddressMap;
 use sim_core::{
     Carries, Clock, Component, CounterId, Ctx, Frequency, HistogramId, LinkId, Priority, Stats, Tick, Wake,
 };
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use thiserror::Error;
@@ -564,30 +564,6 @@ struct Slot {
     waiters: Vec<u32>,
 }
 
-/// Hashes the line addresses of `in_flight_lines` with one folded multiply instead of SipHash,
-/// which cost a fifth of the core's host time: the keys are simulated addresses (nothing
-/// adversarial) and the map's iteration order is never used.
-#[derive(Debug, Clone, Copy, Default)]
-struct LineHasher(u64);
-
-impl Hasher for LineHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        let p = u128::from(self.0 ^ x) * u128::from(0x9e37_79b9_7f4a_7c15_u64);
-        self.0 = (p as u64) ^ ((p >> 64) as u64);
-    }
-}
-
 /// Ring size of the issue-slot calendar: reservations further ahead than this many cycles are
 /// not limited (a dependence chain that long leaves the units idle anyway).
 const HORIZON: usize = 4096;
@@ -799,7 +775,7 @@ pub struct Core<M> {
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
     /// Read lines in flight and their slot.
-    in_flight_lines: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
+    in_flight_lines: AddressMap<u32>,
     loads_in_flight: u64,
     /// Loads in flight summed over ticks, since the last change at `in_flight_since`.
     in_flight_ticks: u128,

@@ -411,3 +411,33 @@ fn a_long_sleep_skips_whole_refresh_periods_exactly() {
         assert_eq!(replayed.stats.to_json(), skipped.stats.to_json(), "{name}");
     }
 }
+
+#[test]
+fn a_read_of_bursts_still_queued_to_be_written_is_answered_from_the_write_queue() {
+    let s = spec("hbm3-6400");
+    let (a, b) = (addr(&s, 0, 0, 0, 0, 5, 0), addr(&s, 0, 0, 1, 0, 5, 0));
+    // A 64 B write, then reads of its second half, of all of it, and of 64 B it overlaps by
+    // half (32 B bursts), all before its WR can issue (ACT + tRCD after it arrives).
+    let plan = vec![
+        MemRequest::write(1, a, 64, 0),
+        read(2, a + 32, 32, 2 * TCK),
+        read(3, a, 64, 3 * TCK),
+        read(4, a + 32, 64, 4 * TCK),
+        read(5, b, 64, 5 * TCK),
+    ];
+    let o = run_plan(&s, plan, 16, true);
+    assert_eq!(o.counters.forwarded_reads, 2);
+    assert_eq!(o.counters.forwarded_row_accesses, 2);
+    assert_eq!(o.counters.reads, 4);
+    // Forwarded: one link hop each way.
+    assert_eq!(latency(&o, 2, 2 * TCK), 2 * TCK);
+    assert_eq!(latency(&o, 3, 3 * TCK), 2 * TCK);
+    // The others go to the device: one RD per burst of theirs, the write's two WRs.
+    let count = |c: Command| o.log.iter().filter(|x| x.cmd == c).count();
+    assert_eq!((count(Command::Rd), count(Command::Wr)), (4, 2));
+    assert!(latency(&o, 4, 4 * TCK) > 20 * TCK && latency(&o, 5, 5 * TCK) > 20 * TCK);
+    // Once written, the bursts are read from the device again.
+    let late = vec![MemRequest::write(1, a, 64, 0), read(2, a, 64, 2000 * TCK)];
+    let o = run_plan(&s, late, 16, true);
+    assert_eq!(o.counters.forwarded_reads, 0);
+}

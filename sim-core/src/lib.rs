@@ -11,6 +11,7 @@
 //! hang; configuration values carry units ("3GHz", "64KiB", "6400MT/s", "350ns").
 #![warn(missing_docs)]
 
+pub mod address_map;
 pub mod bench;
 pub mod engine;
 mod event_queue;

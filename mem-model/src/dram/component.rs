@@ -10,6 +10,9 @@
 //!   (nCL + nBL) cycles, at that clock edge.
 //! * Writes are posted: answered as soon as all their bursts are accepted into the write queues
 //!   (the controller owns the data from then on), as DRAMsim3 and Ramulator do.
+//! * A read whose every burst is still queued to be written is answered from the write queues
+//!   at once (`forwarded_reads`), as DRAMsim3 and Ramulator 2 do; one that only overlaps them
+//!   goes to the device.
 //! * A request that touches bytes at or beyond the capacity is a *fault*: it is dropped
 //!   unanswered, counted (`faults`) and the first one is kept ([`Dram::fault`], also shown in
 //!   [`Component::status`]), as exec-core's cores record theirs. The front end checks
@@ -38,8 +41,10 @@ use crate::dram::counters::{DramCounters, StatIds};
 use crate::dram::device::Device;
 use crate::dram::error::DramError;
 use crate::dram::log::IssuedCommand;
+use crate::dram::mapping::DramAddr;
 use crate::dram::spec::DramSpec;
 use crate::{MemRequest, MemResponse};
+use sim_core::address_map::AddressMap;
 use sim_core::{Carries, Clock, Component, Ctx, LinkId, Priority, Stats, Tick, Wake};
 use std::collections::VecDeque;
 use std::fmt;
@@ -201,6 +206,9 @@ pub struct Dram<M> {
     burst_shift: Option<u32>,
     bank_groups: u32,
     banks: u32,
+    /// Bursts queued to be written, by burst address: a read of only such bursts is answered
+    /// from the write queues, as DRAMsim3 and Ramulator 2 do.
+    queued_writes: AddressMap<u32>,
     _msg: PhantomData<fn() -> M>,
 }
 
@@ -265,6 +273,7 @@ impl<M> Dram<M> {
             burst_shift: spec.burst_bytes().is_power_of_two().then(|| spec.burst_bytes().trailing_zeros()),
             bank_groups: o.bank_groups,
             banks: o.banks,
+            queued_writes: AddressMap::default(),
             spec: spec.clone(),
             _msg: PhantomData,
         })
@@ -364,6 +373,12 @@ where
             Some(s) => (req.addr >> s << s, (req.addr + len + burst - 1) >> s << s),
             None => (req.addr - req.addr % burst, (req.addr + len).div_ceil(burst) * burst),
         };
+        if !req.write && self.forwardable(start, end) {
+            let chunk = self.spec.interleave_bytes();
+            self.counters.forwarded_row_accesses += (end - 1) / chunk - start / chunk + 1;
+            self.forward(p, req, ctx);
+            return;
+        }
         let bursts = u32::try_from((end - start) / burst).unwrap_or(u32::MAX);
         let state = ReqState { req, arrival: now, port: p as u32, remaining: bursts };
         let slot = match self.free_reqs.pop() {
@@ -390,6 +405,42 @@ where
             s.add(self.ids.bytes_read, u64::from(req.bytes));
         }
         self.ports[p].split = Some(Split { slot, next: start, end });
+    }
+
+    /// Whether every burst of `start..end` is queued to be written.
+    #[inline]
+    fn forwardable(&self, start: u64, end: u64) -> bool {
+        let burst = self.spec.burst_bytes();
+        !self.queued_writes.is_empty()
+            && (start..end).step_by(burst as usize).all(|a| self.queued_writes.contains_key(&a))
+    }
+
+    /// Answers read `req` of port `p` from the write queues (see [`Dram::forwardable`]): at
+    /// once, the link adding its latency.
+    fn forward(&mut self, p: usize, req: MemRequest, ctx: &mut Ctx<'_, M>) {
+        self.counters.reads += 1;
+        self.counters.bytes_read += u64::from(req.bytes);
+        self.counters.forwarded_reads += 1;
+        let s = ctx.stats();
+        s.inc(self.ids.reads);
+        s.add(self.ids.bytes_read, u64::from(req.bytes));
+        s.inc(self.ids.forwarded_reads);
+        self.send(p, req.respond(), ctx);
+    }
+
+    /// The address of the burst at `column` of `row` in bank `bank` of controller `ctrl`.
+    fn burst_address(&self, ctrl: usize, bank: u16, row: u32, column: u32) -> Option<u64> {
+        let (bank, per_rank) = (u32::from(bank), self.bank_groups * self.banks);
+        let a = DramAddr {
+            channel: ctrl as u32 / self.pcs,
+            pseudo_channel: ctrl as u32 % self.pcs,
+            rank: bank / per_rank,
+            bank_group: bank % per_rank / self.banks,
+            bank: bank % self.banks,
+            row,
+            column,
+        };
+        self.spec.mapping().encode(&a)
     }
 
     /// Queues the remaining bursts of port `p`'s current request; false if a queue is full.
@@ -438,6 +489,11 @@ where
             let wake = self.ctrls[i].push(&self.device, run, cycle);
             self.wake_at[i] = self.wake_at[i].min(wake);
             self.min_wake = self.min_wake.min(wake);
+            if write {
+                for k in 0..n {
+                    *self.queued_writes.entry(split.next + k * burst).or_default() += 1;
+                }
+            }
             split.next += n * burst;
         }
         self.ports[p].split = None;
@@ -558,7 +614,6 @@ where
             *counter += 1;
             stats.inc(id);
         }
-        let r = &mut self.reqs[is.req as usize];
         let data_end = is.cycle + if cmd.is_read() { self.read_latency } else { self.write_latency };
         let (first, last) = &mut self.data_cycles;
         *first = (*first).min(data_end.saturating_sub(self.burst_cycles));
@@ -570,6 +625,15 @@ where
         } else {
             self.counters.bursts_written += 1;
             stats.inc(self.ids.bursts_written);
+            if let Some(a) = self.burst_address(i, is.bank, is.row, is.column)
+                && let Some(n) = self.queued_writes.get_mut(&a)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.queued_writes.remove(&a);
+                }
+            }
+            let r = &mut self.reqs[is.req as usize];
             r.remaining = r.remaining.saturating_sub(1);
             if r.remaining == 0 {
                 self.free_req(is.req);

@@ -49,6 +49,12 @@ pub struct DramCounters {
     pub read_latency_max_ps: u64,
     /// Times a controller entered write-drain mode.
     pub write_drains: u64,
+    /// Reads answered from the write queues: every burst they read was still queued to be
+    /// written (counted in `reads` too, not in `read_responses`' latencies).
+    pub forwarded_reads: u64,
+    /// The row accesses those reads would have made (one per interleave chunk they touch), so
+    /// that hits, misses, conflicts and these add up to every request's row accesses.
+    pub forwarded_row_accesses: u64,
     /// Requests refused because they lie outside the capacity.
     pub faults: u64,
     /// Refresh pattern periods that sleeping channels skipped instead of replaying them one
@@ -119,6 +125,7 @@ pub(crate) struct StatIds {
     pub(crate) commands: [CounterId; NUM_COMMANDS],
     pub(crate) served: Vec<CounterId>,
     pub(crate) write_drains: CounterId,
+    pub(crate) forwarded_reads: CounterId,
     pub(crate) faults: CounterId,
     pub(crate) read_latency: HistogramId,
 }
@@ -140,6 +147,7 @@ impl StatIds {
         let precharges = c("precharges")?;
         let refreshes = c("refreshes")?;
         let write_drains = c("write_drains")?;
+        let forwarded_reads = c("forwarded_reads")?;
         let faults = c("faults")?;
         let mut commands = Vec::with_capacity(NUM_COMMANDS);
         for cmd in Command::ALL {
@@ -170,6 +178,7 @@ impl StatIds {
             commands,
             served,
             write_drains,
+            forwarded_reads,
             faults,
             read_latency,
         })
