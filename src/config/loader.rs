@@ -143,6 +143,9 @@ struct Provenance {
     keys: BTreeMap<String, Provenance>,
     /// Provenance of an array's elements.
     items: Vec<Provenance>,
+    /// The table had its own `include`: laid over another table, it replaces it (its include
+    /// is its whole base) instead of merging into it.
+    included: bool,
 }
 
 impl Provenance {
@@ -506,6 +509,7 @@ fn resolve_includes(
     overlay(&mut base, &mut base_provenance, std::mem::take(table), std::mem::take(&mut provenance.keys));
     *table = base;
     provenance.keys = base_provenance.keys;
+    provenance.included = true;
     Ok(())
 }
 
@@ -530,7 +534,9 @@ fn resolve_in_value(
 
 /// Lays `top` over `base`: tables merge key by key, anything else in `top` replaces. A table
 /// that names a different `kind` (a tagged choice, such as a network topology) replaces: the
-/// old kind's keys mean nothing to the new one.
+/// old kind's keys mean nothing to the new one. So does a table with its own `include` (a
+/// GPU preset's `[memory.dram] include = "../memory/hbm2e.toml"` over its parent's HBM3
+/// preset): merged, the parent's keys that the new preset lacks would stay behind.
 fn overlay(
     base: &mut toml::Table,
     base_provenance: &mut Provenance,
@@ -541,7 +547,7 @@ fn overlay(
         let node = top_provenance.remove(&key).unwrap_or_default();
         match (base.get_mut(&key), value) {
             (Some(Value::Table(base_table)), Value::Table(top_table))
-                if !kind_changes(base_table, &top_table) =>
+                if !node.included && !kind_changes(base_table, &top_table) =>
             {
                 let base_node = base_provenance.keys.entry(key).or_default();
                 overlay(base_table, base_node, top_table, node.keys);
@@ -797,6 +803,30 @@ mod tests {
         let over = dir.write("over.toml", "include = \"main.toml\"\n[access_unit]\ndepth = 2\n");
         let document = Document::load(&over).expect("loads");
         assert_eq!(document.get("access_unit.depth"), Some(&Value::Integer(2)));
+    }
+
+    #[test]
+    fn a_table_with_its_own_include_replaces_the_one_it_lands_on() {
+        // A GPU preset over its parent's: the new memory preset is the whole base, so none of
+        // the parent preset's keys stay behind; keys written beside the include still apply,
+        // and a later table without an include still merges into it.
+        let dir = Scratch::new("own-include");
+        dir.write("hbm3.toml", "name = \"hbm3\"\n[timing]\nnCL = 20\nnCCDR = 3\n");
+        dir.write("hbm2e.toml", "name = \"hbm2e\"\n[timing]\nnCL = 14\n");
+        dir.write("parent.toml", "[memory.dram]\ninclude = \"hbm3.toml\"\n");
+        let child = dir.write(
+            "child.toml",
+            "include = \"parent.toml\"\n[memory.dram]\ninclude = \"hbm2e.toml\"\n[memory.dram.timing]\nnRP = 14\n",
+        );
+        let document = Document::load(&child).expect("loads");
+        assert_eq!(document.get("memory.dram.name"), Some(&Value::String("hbm2e".into())));
+        assert_eq!(document.get("memory.dram.timing.nCL"), Some(&Value::Integer(14)));
+        assert_eq!(document.get("memory.dram.timing.nRP"), Some(&Value::Integer(14)));
+        assert_eq!(document.get("memory.dram.timing.nCCDR"), None);
+        let over = dir.write("over.toml", "include = \"child.toml\"\n[memory.dram.timing]\nnCL = 15\n");
+        let document = Document::load(&over).expect("loads");
+        assert_eq!(document.get("memory.dram.timing.nCL"), Some(&Value::Integer(15)));
+        assert_eq!(document.get("memory.dram.timing.nRP"), Some(&Value::Integer(14)));
     }
 
     #[test]
