@@ -1139,9 +1139,6 @@ pub struct Measured {
     pub dense_time: Option<Tick>,
 }
 
-/// Rows the vectorizer cannot tile on a DAE chip's access units (compiled programs only): no
-/// chunk between half the vector length and the whole tiles `dim` (17 on 16 lanes), or a row
-/// of one element, so the unit streams the row element by element and no lookup is timed (its
 /// A warning per DRAM timing that no constraint or latency of a system's memory uses: a
 /// misspelt name would change nothing.
 fn unused_timings(systems: &[(String, SystemPlan)]) -> Vec<String> {
@@ -1154,15 +1151,16 @@ fn unused_timings(systems: &[(String, SystemPlan)]) -> Vec<String> {
             },
             SystemPlan::Gpu(g) => g.sim.as_ref().map(|sim| sim.dram.as_ref()),
         };
-        for t in spec.map(|s| s.unused_timings()).unwrap_or_default() {
-            out.push(format!(
-                "system `{name}`: memory timing `{t}` is used by no constraint or latency (a misspelt name changes nothing)"
-            ));
+        if let Some(spec) = spec {
+            out.extend(spec.unused_timing_warnings().map(|w| format!("system `{name}`: memory {w}")));
         }
     }
     out
 }
 
+/// Rows the vectorizer cannot tile on a DAE chip's access units (compiled programs only): no
+/// chunk between half the vector length and the whole tiles `dim` (17 on 16 lanes), or a row
+/// of one element, so the unit streams the row element by element and no lookup is timed (its
 /// latency reads n/a). A warning each, not an error: the figures are what such code gives.
 fn untiled_rows(systems: &[(String, SystemPlan)], workloads: &[WorkloadSpec]) -> Vec<String> {
     let mut warnings = Vec::new();

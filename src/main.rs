@@ -541,11 +541,8 @@ fn mem(args: &MemArgs) -> Result<()> {
     let path = mem_frontend::resolve_memory(&args.memory)?;
     let preset = mem_frontend::load_memory(&path)?;
     if let mem_frontend::MemoryModel::Dram(spec) = &preset.model {
-        for t in spec.unused_timings() {
-            dae_sim::note!(
-                "warning: {}: timing.{t} is used by no constraint or latency (a misspelt name changes nothing)",
-                path.display()
-            );
+        for w in spec.unused_timing_warnings() {
+            dae_sim::note!("warning: {}: {w}", path.display());
         }
     }
     prepare_out(&args.out)?;

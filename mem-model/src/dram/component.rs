@@ -41,7 +41,6 @@ use crate::dram::counters::{DramCounters, StatIds};
 use crate::dram::device::Device;
 use crate::dram::error::DramError;
 use crate::dram::log::IssuedCommand;
-use crate::dram::mapping::DramAddr;
 use crate::dram::spec::DramSpec;
 use crate::{MemRequest, MemResponse};
 use sim_core::address_map::AddressMap;
@@ -373,11 +372,26 @@ where
             Some(s) => (req.addr >> s << s, (req.addr + len + burst - 1) >> s << s),
             None => (req.addr - req.addr % burst, (req.addr + len).div_ceil(burst) * burst),
         };
-        if !req.write && self.forwardable(start, end) {
-            let chunk = self.spec.interleave_bytes();
-            self.counters.forwarded_row_accesses += (end - 1) / chunk - start / chunk + 1;
-            self.forward(p, req, ctx);
-            return;
+        let s = ctx.stats();
+        if req.write {
+            self.counters.writes += 1;
+            self.counters.bytes_written += u64::from(req.bytes);
+            s.inc(self.ids.writes);
+            s.add(self.ids.bytes_written, u64::from(req.bytes));
+        } else {
+            self.counters.reads += 1;
+            self.counters.bytes_read += u64::from(req.bytes);
+            s.inc(self.ids.reads);
+            s.add(self.ids.bytes_read, u64::from(req.bytes));
+            if self.forwardable(start, end) {
+                let chunk = self.spec.interleave_bytes();
+                self.counters.forwarded_reads += 1;
+                self.counters.forwarded_row_accesses += (end - 1) / chunk - start / chunk + 1;
+                s.inc(self.ids.forwarded_reads);
+                // Answered from the write queues at once, the link adding its latency.
+                self.send(p, req.respond(), ctx);
+                return;
+            }
         }
         let bursts = u32::try_from((end - start) / burst).unwrap_or(u32::MAX);
         let state = ReqState { req, arrival: now, port: p as u32, remaining: bursts };
@@ -392,22 +406,11 @@ where
             }
         };
         self.live += 1;
-        let s = ctx.stats();
-        if req.write {
-            self.counters.writes += 1;
-            self.counters.bytes_written += u64::from(req.bytes);
-            s.inc(self.ids.writes);
-            s.add(self.ids.bytes_written, u64::from(req.bytes));
-        } else {
-            self.counters.reads += 1;
-            self.counters.bytes_read += u64::from(req.bytes);
-            s.inc(self.ids.reads);
-            s.add(self.ids.bytes_read, u64::from(req.bytes));
-        }
         self.ports[p].split = Some(Split { slot, next: start, end });
     }
 
-    /// Whether every burst of `start..end` is queued to be written.
+    /// Whether every burst of `start..end` is queued to be written: a read of them is answered
+    /// from the write queues.
     #[inline]
     fn forwardable(&self, start: u64, end: u64) -> bool {
         let burst = self.spec.burst_bytes();
@@ -415,31 +418,10 @@ where
             && (start..end).step_by(burst as usize).all(|a| self.queued_writes.contains_key(&a))
     }
 
-    /// Answers read `req` of port `p` from the write queues (see [`Dram::forwardable`]): at
-    /// once, the link adding its latency.
-    fn forward(&mut self, p: usize, req: MemRequest, ctx: &mut Ctx<'_, M>) {
-        self.counters.reads += 1;
-        self.counters.bytes_read += u64::from(req.bytes);
-        self.counters.forwarded_reads += 1;
-        let s = ctx.stats();
-        s.inc(self.ids.reads);
-        s.add(self.ids.bytes_read, u64::from(req.bytes));
-        s.inc(self.ids.forwarded_reads);
-        self.send(p, req.respond(), ctx);
-    }
-
     /// The address of the burst at `column` of `row` in bank `bank` of controller `ctrl`.
     fn burst_address(&self, ctrl: usize, bank: u16, row: u32, column: u32) -> Option<u64> {
-        let (bank, per_rank) = (u32::from(bank), self.bank_groups * self.banks);
-        let a = DramAddr {
-            channel: ctrl as u32 / self.pcs,
-            pseudo_channel: ctrl as u32 % self.pcs,
-            rank: bank / per_rank,
-            bank_group: bank % per_rank / self.banks,
-            bank: bank % self.banks,
-            row,
-            column,
-        };
+        let (ch, pc) = (ctrl as u32 / self.pcs, ctrl as u32 % self.pcs);
+        let a = Controller::bank_addr((self.bank_groups, self.banks), ch, pc, u32::from(bank), row, column);
         self.spec.mapping().encode(&a)
     }
 

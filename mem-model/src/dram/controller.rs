@@ -451,18 +451,7 @@ impl Controller {
         let c = spec.controller();
         let n = o.banks_per_pseudo_channel();
         let paths: Vec<NodePath> = (0..n)
-            .map(|b| {
-                let a = DramAddr {
-                    channel: ch,
-                    pseudo_channel: pc,
-                    rank: b / (o.bank_groups * o.banks),
-                    bank_group: (b / o.banks) % o.bank_groups,
-                    bank: b % o.banks,
-                    row: 0,
-                    column: 0,
-                };
-                device.path(&a)
-            })
+            .map(|b| device.path(&Controller::bank_addr((o.bank_groups, o.banks), ch, pc, b, 0, 0)))
             .collect();
         let banks = paths
             .iter()
@@ -553,6 +542,28 @@ impl Controller {
     pub(crate) fn bank_index(spec_banks: (u32, u32), a: &DramAddr) -> u16 {
         let (bgs, banks) = spec_banks;
         ((a.rank * bgs + a.bank_group) * banks + a.bank) as u16
+    }
+
+    /// The coordinate of bank index `b` of pseudo-channel `pc` of channel `ch` (the inverse of
+    /// [`Controller::bank_index`]), at `row` and `column`.
+    pub(crate) fn bank_addr(
+        spec_banks: (u32, u32),
+        ch: u32,
+        pc: u32,
+        b: u32,
+        row: u32,
+        column: u32,
+    ) -> DramAddr {
+        let (bgs, banks) = spec_banks;
+        DramAddr {
+            channel: ch,
+            pseudo_channel: pc,
+            rank: b / (bgs * banks),
+            bank_group: (b / banks) % bgs,
+            bank: b % banks,
+            row,
+            column,
+        }
     }
 
     /// Bursts the read (or write) queue has room for.

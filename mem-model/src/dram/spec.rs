@@ -615,6 +615,13 @@ impl DramSpec {
         &self.unused
     }
 
+    /// A warning per [`DramSpec::unused_timings`] entry, naming its key.
+    pub fn unused_timing_warnings(&self) -> impl Iterator<Item = String> + '_ {
+        self.unused.iter().map(|t| {
+            format!("timing.{t} is used by no constraint or latency (a misspelt name changes nothing)")
+        })
+    }
+
     /// A named timing, in cycles.
     pub fn timing(&self, name: &str) -> Option<u64> {
         self.timings.get(name).copied()
