@@ -592,7 +592,7 @@ pub fn run(
     // The network sends runs of its granule to each LLC bank (validated: a whole number of lines).
     let noc = sys.caches.noc.clone().unwrap_or_else(default_noc);
     let run_lines = (noc.granule_or(line).bytes() / line.bytes()).max(1);
-    // Caches whose every arrival wake polls all their inputs.
+    // Caches (and, below, the network and the DRAM) whose every arrival wake polls all their inputs.
     let mut polling = Vec::new();
     for (name, id, (down_req, down_resp), cfg, banks) in &caches {
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
@@ -611,6 +611,9 @@ pub fn run(
         let links = CrossbarLinks { upstream: wiring.ports(shared_entry), downstream: &noc_down };
         let x = Crossbar::new("noc", &noc, clock, links, line, e.stats_mut())
             .map_err(|err| build_err("noc", err))?;
+        if x.polls_every_input() {
+            polling.push(shared_entry);
+        }
         e.install(shared_entry, Node::Xbar(x))?;
     }
     let memory = match &sys.memory {
@@ -622,13 +625,19 @@ pub fn run(
             Dram::new("mem", spec, wiring.ports(mem), e.stats_mut()).map_err(|err| build_err("mem", err))?,
         ),
     };
+    if let Node::Dram(d) = &memory
+        && d.polls_every_input()
+    {
+        polling.push(mem);
+    }
     e.install(mem, memory)?;
     // Both memory models drain every arrived request when woken: one wake per cycle's batch.
     for &(req, _) in wiring.ports(mem) {
         e.coalesce_arrivals(req)?;
     }
-    // An access unit's step, and a cache with few inputs, take everything that has arrived on
-    // all their inputs, whatever woke them: a tick's arrivals need one wake.
+
+    // An access unit's step, and a cache, crossbar or DRAM that polls its inputs, take everything
+    // that has arrived on all their inputs, whatever woke them: a tick's arrivals need one wake.
     for id in units.iter().map(|(_, id)| id).chain(&polling) {
         e.merge_arrivals(*id)?;
     }

@@ -269,9 +269,14 @@ pub fn run(
     x.set_memory_side(gpu.dram.mapping().clone());
     e.install(xbar, GpuNode::Xbar(x)).map_err(|x| build("xbar", x))?;
     let d = Dram::new("hbm", &gpu.dram, wiring.ports(dram), e.stats_mut()).map_err(|x| build("hbm", x))?;
+    let polls = d.polls_every_input();
     e.install(dram, GpuNode::Dram(d)).map_err(|x| build("hbm", x))?;
     for &(req, _) in wiring.ports(dram) {
         e.coalesce_arrivals(req).map_err(|x| build("hbm", x))?;
+    }
+    if polls {
+        // It takes every port's arrivals at any arrival wake: one wake per tick will do.
+        e.merge_arrivals(dram).map_err(|x| build("hbm", x))?;
     }
 
     let summary = e.run(Some(max_time));

@@ -172,3 +172,34 @@ pub fn run_plan_to(
         stats: e.stats().clone(),
     }
 }
+
+/// Runs two scripted requesters on ports 0 and 1 of one DRAM of `spec`; with `port1_first`, the
+/// requester of port 1 is built first, so the engine delivers its same-tick requests first.
+/// Returns each port's (response, arrival tick) in arrival order.
+pub fn run_two_ports(
+    spec: &DramSpec,
+    plans: [Vec<MemRequest>; 2],
+    port1_first: bool,
+) -> [Vec<(MemResponse, Tick)>; 2] {
+    let mut e: Engine<Node> = Engine::new();
+    let (first, second) = (e.reserve(), e.reserve());
+    let cpus = if port1_first { [second, first] } else { [first, second] };
+    let mem = e.reserve();
+    let link =
+        |name: &str| LinkSpec { name: name.into(), clock: spec.clock(), latency_cycles: 1, capacity: 16 };
+    let ports: Vec<(LinkId, LinkId)> = cpus
+        .iter()
+        .map(|&c| (e.connect(c, mem, link("req")).unwrap(), e.connect(mem, c, link("resp")).unwrap()))
+        .collect();
+    let dram = Dram::new("mem", spec, &ports, e.stats_mut()).unwrap();
+    for ((&c, &(req, resp)), plan) in cpus.iter().zip(&ports).zip(plans) {
+        e.install(c, Node::Script(Script { req, resp, plan, next: 0, held: None, answers: Vec::new() }))
+            .unwrap();
+    }
+    e.install(mem, Node::Mem(Box::new(dram))).unwrap();
+    e.run(None).unwrap_or_else(|err| panic!("{err}"));
+    cpus.map(|c| match e.component(c) {
+        Some(Node::Script(s)) => s.answers.clone(),
+        _ => unreachable!(),
+    })
+}

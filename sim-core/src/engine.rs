@@ -15,6 +15,7 @@ use crate::link::{LinkError, LinkId, LinkReport, LinkSpec, LinkState, NO_WAKE_GR
 use crate::stats::Stats;
 use crate::time::Tick;
 use crate::watchdog::{BlockedComponent, StallError, StallReport, WatchdogConfig};
+use std::collections::VecDeque;
 use thiserror::Error;
 
 /// Index of a component in its engine.
@@ -99,9 +100,10 @@ pub struct Kernel<M> {
     queue: EventQueue,
     links: Vec<LinkState<M>>,
     stats: Stats,
-    /// Per wake group (see [`LinkState`]'s `wake_group`), the tick of the last arrival wake
-    /// scheduled for it.
-    wake_groups: Vec<Tick>,
+    /// Per wake group (see [`LinkState`]'s `wake_group`), the ticks of its arrival wakes still
+    /// pending, earliest first: one wake per tick, however the group's links' latencies (or
+    /// [`Ctx::send_at`]) interleave their arrivals.
+    wake_groups: Vec<VecDeque<Tick>>,
     events: u64,
     last_progress: Tick,
 }
@@ -110,6 +112,20 @@ impl<M> Kernel<M> {
     #[inline]
     fn push(&mut self, tick: Tick, priority: Priority, target: ComponentId, why: Wake) {
         self.queue.push(tick, priority, target, why);
+    }
+
+    /// Notes an arrival at `tick`, earlier than the group's last pending wake (links of different
+    /// latencies, or a send ahead of time), in a wake group's pending ticks; returns whether it
+    /// needs a wake of its own (no other arrival of the group is pending at that tick).
+    #[cold]
+    #[inline(never)]
+    fn join_out_of_order(pending: &mut VecDeque<Tick>, tick: Tick) -> bool {
+        let at = pending.partition_point(|&t| t < tick);
+        if pending.get(at) == Some(&tick) {
+            return false;
+        }
+        pending.insert(at, tick);
+        true
     }
 }
 
@@ -155,9 +171,24 @@ impl<M> Ctx<'_, M> {
 
     /// Sends `msg` on `link`; it arrives after the link's latency. A full link refuses and gives
     /// the message back; the sender is then woken with [`Wake::Space`] when a slot frees.
-    #[inline]
+    #[inline(always)]
     pub fn send(&mut self, link: LinkId, msg: M) -> Result<(), M> {
-        let now = self.kernel.now;
+        self.send_inner::<false>(link, msg, self.kernel.now)
+    }
+
+    /// Sends `msg` on `link` now as if it left at tick `depart` (not before now): it arrives the
+    /// link's latency after `depart`, and never before the message sent ahead of it (a later
+    /// `depart` than that message's keeps the link's order). It occupies a slot of the link from
+    /// now. A sender that knows now when a message will leave (an answer due a fixed number of
+    /// cycles ahead) spares the timer that would send it then. Refused as [`Ctx::send`].
+    #[inline(always)]
+    pub fn send_at(&mut self, link: LinkId, msg: M, depart: Tick) -> Result<(), M> {
+        self.send_inner::<true>(link, msg, depart.max(self.kernel.now))
+    }
+
+    /// [`Ctx::send`] and [`Ctx::send_at`]; `AHEAD`: `depart` may lie in the future.
+    #[inline(always)]
+    fn send_inner<const AHEAD: bool>(&mut self, link: LinkId, msg: M, depart: Tick) -> Result<(), M> {
         let l = &mut self.kernel.links[link.index()];
         debug_assert_eq!(l.from, self.me, "{} sends on a link it does not own", l.name);
         if l.is_full() {
@@ -165,19 +196,29 @@ impl<M> Ctx<'_, M> {
             l.refused += 1;
             return Err(msg);
         }
-        let arrival = l.arrival(now);
+        let mut arrival = l.arrival(depart);
+        if AHEAD && let Some(&(ahead, _)) = l.fifo.back() {
+            // Sent now, the message ahead arrives no later (constant latency); sent ahead of
+            // time, it might.
+            arrival = arrival.max(ahead);
+        }
         l.fifo.push_back((arrival, msg));
         l.sent += 1;
         let (to, group) = (l.to, l.wake_group);
-        // A link in a wake group finds the group's wake for this tick already pending when an
-        // earlier message of the group arrives at the same tick (arrivals lie in the future, so
+        // A link in a wake group finds the group's wake for this tick already pending when
+        // another message of the group arrives at the same tick (arrivals lie in the future, so
         // it cannot have fired yet).
         if group != NO_WAKE_GROUP {
-            let last = &mut self.kernel.wake_groups[group as usize];
-            if *last == arrival {
-                return Ok(());
+            let pending = &mut self.kernel.wake_groups[group as usize];
+            match pending.back() {
+                Some(&last) if last == arrival => return Ok(()),
+                Some(&last) if last > arrival => {
+                    if !Kernel::<M>::join_out_of_order(pending, arrival) {
+                        return Ok(());
+                    }
+                }
+                _ => pending.push_back(arrival),
             }
-            *last = arrival;
         }
         self.kernel.push(arrival, Priority::DELIVERY, to, Wake::Arrival(link));
         Ok(())
@@ -350,7 +391,7 @@ impl<C: Component> Engine<C> {
         // A link already in a group (its receiver's) coalesces already.
         if l.wake_group == NO_WAKE_GROUP {
             l.wake_group = k.wake_groups.len() as u32;
-            k.wake_groups.push(Tick::MAX);
+            k.wake_groups.push(VecDeque::new());
         }
         Ok(())
     }
@@ -367,7 +408,7 @@ impl<C: Component> Engine<C> {
         }
         let k = &mut self.kernel;
         let group = k.wake_groups.len() as u32;
-        k.wake_groups.push(Tick::MAX);
+        k.wake_groups.push(VecDeque::new());
         for l in k.links.iter_mut().filter(|l| l.to == component) {
             l.wake_group = group;
         }
@@ -482,6 +523,13 @@ impl<C: Component> Engine<C> {
             let Some((_, target, why)) = self.kernel.queue.pop() else { break };
             self.kernel.now = tick;
             self.kernel.events += 1;
+            if let Wake::Arrival(link) = why {
+                let group = self.kernel.links[link.index()].wake_group;
+                if group != NO_WAKE_GROUP {
+                    // Its wake is this one: later arrivals of the group at this tick are in already.
+                    self.kernel.wake_groups[group as usize].pop_front();
+                }
+            }
             if let Some(c) = self.components[target.index()].as_mut() {
                 let mut ctx = Ctx { kernel: &mut self.kernel, me: target };
                 c.wake(why, &mut ctx);

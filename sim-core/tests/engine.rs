@@ -274,3 +274,102 @@ fn coalescing_an_unknown_link_is_an_error() {
     let mut other: Engine<Burst> = Engine::new();
     assert!(matches!(other.coalesce_arrivals(l), Err(EngineError::UnknownLink(0))));
 }
+
+/// Sends ahead of time, or drains its inputs recording (tick, message).
+enum Ahead {
+    /// At start, sends each (message, depart) with `send_at`; at each timer tick, sends the
+    /// message listed for it with `send`, noting those refused.
+    Sender {
+        out: LinkId,
+        at_start: Vec<(u64, u64)>,
+        later: Vec<(u64, u64)>,
+        refused: Vec<u64>,
+    },
+    Drainer {
+        inps: Vec<LinkId>,
+        wakes: u64,
+        got: Vec<(u64, u64)>,
+    },
+}
+
+impl Component for Ahead {
+    type Msg = u64;
+    fn name(&self) -> &str {
+        "ahead"
+    }
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, u64>) {
+        match self {
+            Ahead::Sender { out, at_start, later, refused } => {
+                if matches!(why, Wake::Start) {
+                    for &(m, depart) in at_start.iter() {
+                        ctx.send_at(*out, m, depart).unwrap();
+                    }
+                    for &(_, t) in later.iter() {
+                        ctx.schedule_at(t, Priority::DEFAULT, 0);
+                    }
+                    return;
+                }
+                if !matches!(why, Wake::Timer(_)) {
+                    return;
+                }
+                let now = ctx.now();
+                for &(m, _) in later.iter().filter(|(_, t)| *t == now) {
+                    if ctx.send(*out, m).is_err() {
+                        refused.push(m);
+                    }
+                }
+            }
+            Ahead::Drainer { inps, wakes, got } => {
+                if matches!(why, Wake::Arrival(_)) {
+                    *wakes += 1;
+                }
+                for inp in inps.iter() {
+                    while let Some(m) = ctx.recv(*inp) {
+                        got.push((ctx.now(), m));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_message_sent_ahead_arrives_as_if_sent_when_it_departs_and_keeps_its_links_order() {
+    let mut e = Engine::new();
+    let (a, b, d) = (e.reserve(), e.reserve(), e.reserve());
+    let la = e.connect(a, d, spec("a", 1, 4)).unwrap();
+    let lb = e.connect(b, d, spec("b", 1, 4)).unwrap();
+    e.merge_arrivals(d).unwrap();
+    // Link a: message 1 departs at 5 ns, message 2 "at 2 ns" but behind message 1.
+    e.install(
+        a,
+        Ahead::Sender { out: la, at_start: vec![(1, 5000), (2, 2000)], later: vec![], refused: vec![] },
+    )
+    .unwrap();
+    // Link b: message 3 now, message 4 at 5 ns: after the group's wake at 6 ns was booked
+    // by message 1, and after the one at 1 ns by message 3.
+    let b_sender = Ahead::Sender { out: lb, at_start: vec![(3, 0)], later: vec![(4, 5000)], refused: vec![] };
+    e.install(b, b_sender).unwrap();
+    e.install(d, Ahead::Drainer { inps: vec![la, lb], wakes: 0, got: vec![] }).unwrap();
+    e.run(None).unwrap();
+    let Some(Ahead::Drainer { wakes, got, .. }) = e.component(d) else { panic!("drainer") };
+    assert_eq!(got, &vec![(1000, 3), (6000, 1), (6000, 2), (6000, 4)]);
+    assert_eq!(*wakes, 2, "one merged wake per arrival tick, however the arrivals were booked");
+}
+
+#[test]
+fn a_message_sent_ahead_holds_its_slot_from_the_send() {
+    let mut e = Engine::new();
+    let (a, d) = (e.reserve(), e.reserve());
+    let l = e.connect(a, d, spec("a", 1, 1)).unwrap();
+    let later = vec![(2, 1000), (3, 10_000)];
+    e.install(a, Ahead::Sender { out: l, at_start: vec![(1, 9000)], later, refused: vec![] }).unwrap();
+    e.install(d, Ahead::Drainer { inps: vec![l], wakes: 0, got: vec![] }).unwrap();
+    e.run(None).unwrap();
+    // Message 1 holds the link's one slot from tick 0 until it arrives (10 ns) and is taken:
+    // message 2 is refused at 1 ns; message 3, sent at 10 ns after the drainer took 1, goes.
+    let Some(Ahead::Sender { refused, .. }) = e.component(a) else { panic!("sender") };
+    assert_eq!(refused, &vec![2]);
+    let Some(Ahead::Drainer { got, .. }) = e.component(d) else { panic!("drainer") };
+    assert_eq!(got, &vec![(10_000, 1), (11_000, 3)]);
+}

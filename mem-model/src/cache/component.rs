@@ -44,7 +44,7 @@
 use super::config::{CacheConfig, CacheConfigError, CacheGeometry, NonTemporalPolicy};
 use super::cycles::CycleTracker;
 use super::mshr::{MshrFile, Target};
-use super::ports::{LinkRoles, PortSet, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
+use super::ports::{LinkRoles, PortSet, RoundRobin, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
 use super::replacement::{Replacement, ReplacementPolicy};
 use super::sector::{SectorMask, Sectors};
 use super::tags::{Lookup, NO_MSHR, TagArray};
@@ -230,7 +230,10 @@ struct Port {
     request: u32,
     /// Requests accepted and not yet answered.
     inflight: u32,
-    /// Answers and the tick each is due, in due order.
+    /// Due ticks of the answers sent ahead of time ([`Ctx::send_at`]), in due order: until its
+    /// due tick such an answer still counts against `answers_cap`, as it would waiting here.
+    sent_ahead: VecDeque<Tick>,
+    /// Answers and the tick each is due, in due order (while the link refuses, and after it).
     answers: VecDeque<(Tick, MemResponse)>,
     last_due: Tick,
     /// The output link refused; wait for `Wake::Space`.
@@ -294,6 +297,9 @@ pub struct Cache<M> {
     now: Tick,
     /// Earliest timer pending, or `Tick::MAX`.
     armed: Tick,
+    /// When a port stalled on `answers_cap` may go again: the first due tick of its answers sent
+    /// ahead (`Tick::MAX`: no such stall).
+    retire_at: Tick,
     /// The tick whose lookups wait for all its requests to be in (`Tick::MAX`: none).
     settle_at: Tick,
     /// Counts, the values last added to the statistics, and which differ (one bit per count):
@@ -356,6 +362,7 @@ impl<M> Cache<M> {
                 parts: 0,
                 request: NONE,
                 inflight: 0,
+                sent_ahead: VecDeque::new(),
                 answers: VecDeque::with_capacity(answers_cap.min(4096) as usize),
                 last_due: 0,
                 out_blocked: false,
@@ -410,6 +417,7 @@ impl<M> Cache<M> {
             due_ports: PortSet::new(links.upstream.len()),
             now: 0,
             armed: Tick::MAX,
+            retire_at: Tick::MAX,
             settle_at: Tick::MAX,
             counts: [0; 13],
             flushed: [0; 13],
@@ -667,10 +675,19 @@ where
         let due = due.max(port.last_due);
         port.last_due = due;
         let first = port.answers.is_empty() && !port.out_blocked;
-        port.answers.push_back((due, resp));
         if first {
-            self.queue_answers(p as u32, due);
+            // Nothing ahead of it: it goes on the link now, to arrive as if sent when due, and
+            // needs no timer. The link holds it meanwhile; were the link full now, it would be
+            // full at the due tick too (every message in it was sent before this one).
+            if ctx.send_at(port.out, M::wrap(resp), due).is_ok() {
+                port.inflight -= 1;
+                port.sent_ahead.push_back(due);
+                ctx.progress();
+                return;
+            }
+            port.out_blocked = true;
         }
+        port.answers.push_back((due, resp));
     }
 
     /// Sends downstream what is queued, until the link refuses.
@@ -774,17 +791,8 @@ where
         let start = self.rr;
         loop {
             let mut moved = false;
-            let (mut from, mut wrapped) = (start, false);
-            loop {
-                let p = match self.ready.next_from(from) {
-                    Some(p) if !wrapped || p < start => p,
-                    None if !wrapped && start > 0 => {
-                        (from, wrapped) = (0, true);
-                        continue;
-                    }
-                    _ => break,
-                };
-                from = p + 1;
+            let mut walk = RoundRobin::new(start);
+            while let Some(p) = walk.next(&self.ready) {
                 if self.step(p, cycle, ctx) {
                     self.used += 1;
                     moved = true;
@@ -867,8 +875,11 @@ where
         if let Some(h) = self.ports[p].head {
             return Some(h);
         }
-        if self.ports[p].inflight >= self.answers_cap {
+        if self.unanswered(p) >= self.answers_cap {
             self.note_stall(p, Stall::Answers);
+            if let Some(&due) = self.ports[p].sent_ahead.front() {
+                self.retire_at = self.retire_at.min(due);
+            }
             return None;
         }
         let req = loop {
@@ -904,6 +915,15 @@ where
             self.bump(Count::Reads);
         }
         Some(req)
+    }
+
+    /// Port `p`'s requests not yet answered, or answered ahead of time but not yet due.
+    fn unanswered(&mut self, p: usize) -> u32 {
+        let port = &mut self.ports[p];
+        while port.sent_ahead.front().is_some_and(|&due| due <= self.now) {
+            port.sent_ahead.pop_front();
+        }
+        port.inflight + port.sent_ahead.len() as u32
     }
 
     /// Counts a stall once per episode.
@@ -1158,7 +1178,7 @@ where
     /// and the next cycle's lookups when this cycle's ran out.
     fn arm(&mut self, more_lookups: bool, ctx: &mut Ctx<'_, M>) {
         let lookups = if more_lookups { self.cycles.edge(self.cycle + 1) } else { Tick::MAX };
-        let next = lookups.min(self.next_answer);
+        let next = lookups.min(self.next_answer).min(self.retire_at);
         if next < self.armed {
             ctx.schedule_at(next, Priority::DEFAULT, 0);
             self.armed = next;
@@ -1208,6 +1228,9 @@ where
             Wake::Timer(_) => {
                 if self.now >= self.armed {
                     self.armed = Tick::MAX;
+                }
+                if self.now >= self.retire_at {
+                    self.retire_at = Tick::MAX;
                 }
             }
             Wake::Space(link) => match self.role_of_link.get(link) {

@@ -28,7 +28,7 @@ mod config;
 mod cycles;
 mod flight;
 mod mshr;
-mod ports;
+pub(crate) mod ports;
 mod replacement;
 mod sector;
 mod tags;
@@ -43,4 +43,4 @@ pub use config::{
 pub use replacement::{Lru, RandomChoice, Replacement, ReplacementPolicy, Srrip};
 pub use sector::{SectorMask, Sectors};
 pub use topology::{MAX_MESH_NODES, MAX_TOPOLOGY_CYCLES, Topology, TopologyError};
-pub use xbar::{BankHash, Crossbar, CrossbarConfig, CrossbarError, CrossbarLinks, MAX_IN_FLIGHT};
+pub use xbar::{BankHash, Crossbar, CrossbarConfig, CrossbarError, CrossbarLinks, MAX_IN_FLIGHT, POLL_LINKS};

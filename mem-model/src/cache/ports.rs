@@ -192,6 +192,39 @@ impl PortSet {
     }
 }
 
+/// A walk over a [`PortSet`]'s members in round-robin order: from `start` up, then from 0 up to
+/// `start`. The set is read afresh at every step, so members taken out or put in meanwhile are
+/// seen as a walk over the live set would see them.
+#[derive(Debug, Clone, Copy)]
+pub struct RoundRobin {
+    start: usize,
+    from: usize,
+    wrapped: bool,
+}
+
+impl RoundRobin {
+    /// A walk starting at member `start`.
+    #[inline]
+    pub fn new(start: usize) -> Self {
+        Self { start, from: start, wrapped: false }
+    }
+
+    /// The next member of `set` in the walk, if any is left.
+    #[inline]
+    pub fn next(&mut self, set: &PortSet) -> Option<usize> {
+        loop {
+            match set.next_from(self.from) {
+                Some(p) if !self.wrapped || p < self.start => {
+                    self.from = p + 1;
+                    return Some(p);
+                }
+                None if !self.wrapped && self.start > 0 => (self.from, self.wrapped) = (0, true),
+                _ => return None,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +276,28 @@ mod tests {
             }
             prop_assert!(s.is_empty());
             prop_assert_eq!(s.next_from(0), None);
+        }
+
+        #[test]
+        fn a_round_robin_walk_visits_each_member_once_from_its_start(
+            n in 1usize..300,
+            members in prop::collection::btree_set(0usize..300, 0..40),
+            start in 0usize..300,
+        ) {
+            let mut s = PortSet::new(n);
+            let members: Vec<usize> = members.into_iter().filter(|&m| m < n).collect();
+            for &m in &members {
+                s.insert(m);
+            }
+            let start = start % n;
+            let mut walk = RoundRobin::new(start);
+            let mut got = vec![];
+            while let Some(p) = walk.next(&s) {
+                got.push(p);
+            }
+            let want: Vec<usize> = members.iter().copied().filter(|&m| m >= start)
+                .chain(members.iter().copied().filter(|&m| m < start)).collect();
+            prop_assert_eq!(got, want);
         }
     }
 }

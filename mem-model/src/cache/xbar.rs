@@ -22,18 +22,24 @@
 //! between those banks and memory channels.
 //!
 //! Order: in each wake-up the crossbar takes the banks' responses in bank order, then the
-//! requests port by port, round robin from a starting port that moves by one at every wake-up;
+//! requests port by port, round robin from a starting port that moves by one every cycle (a
+//! rotating-priority arbiter: which port goes first depends on the cycle, never on how the
+//! engine's events fell);
 //! a tick's arrivals are handled as if its first wake-up had found them all (see
 //! [`super::ports`]), whatever the order in which the engine delivered them.
 //!
-//! Cost: O(1) per message whatever the number of ports. A wake-up visits only the ports with
+//! Cost: O(1) per message whatever the number of ports, plus, for a crossbar of at most
+//! [`POLL_LINKS`] inputs, a peek at each input per arrival wake (one wake per tick when the
+//! engine merges its arrivals). A wake-up visits only the ports with
 //! something to do, kept in sets: requests arrived (found from the link that woke it), requests
 //! held that may fit now (woken by their bank sending or by a transaction ending), responses
 //! arrived, messages to send. Messages crossing wait in one FIFO per distinct latency.
 
 use super::cycles::CycleTracker;
 use super::flight::Flight;
-use super::ports::{LinkRoles, PortSet, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
+#[cfg(doc)]
+use super::ports::SCAN_LINKS;
+use super::ports::{LinkRoles, PortSet, RoundRobin, SETTLE, SETTLE_PRIORITY};
 use super::topology::{Topology, TopologyError};
 use crate::dram::AddressMapping;
 use crate::{MemRequest, MemResponse};
@@ -44,6 +50,12 @@ use sim_core::{
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use thiserror::Error;
+
+/// Input links a crossbar polls when a delivery wakes it, at most. More than a cache's eight:
+/// with its arrivals merged into one wake per tick
+/// ([`Crossbar::polls_every_input`]), a few dozen peeks cost less than the wakes they spare, and
+/// a crossbar's inputs (every private cache, every bank) often deliver in the same cycle.
+pub const POLL_LINKS: usize = 64;
 
 /// Most transactions a crossbar may hold.
 pub const MAX_IN_FLIGHT: u32 = 1 << 20;
@@ -282,14 +294,10 @@ pub struct Crossbar<M> {
     /// Messages travelling.
     flight: Flight,
     role_of_link: LinkRoles<Role>,
-    /// Round-robin pointer: it moves by one at every wake.
-    rr: usize,
-    /// The tick of the last wake, and the pointer at the first wake of that tick.
-    tick: Tick,
-    tick_rr: usize,
     /// The tick whose arrivals wait to be routed (`Tick::MAX`: none).
     settle_at: Tick,
-    /// Few input links: poll them when a delivery wakes the crossbar (see [`super::ports`]).
+    /// At most [`POLL_LINKS`] input links: poll them all when a delivery wakes the crossbar
+    /// (see [`super::ports`]), so its arrivals may share one wake per tick.
     scan: bool,
     /// Upstream ports to visit when accepting: requests arrived on their links and not taken,
     /// or a held request that may fit now.
@@ -392,11 +400,8 @@ impl<M> Crossbar<M> {
             flight: Flight::new(&latency, slots),
             role_of_link: LinkRoles::new(&roles, Role::Other),
             latency,
-            rr: 0,
-            tick: Tick::MAX,
-            tick_rr: 0,
             settle_at: Tick::MAX,
-            scan: n_up + n_down <= SCAN_LINKS,
+            scan: n_up + n_down <= POLL_LINKS,
             up_ready: PortSet::new(n_up),
             held: PortSet::new(n_up),
             resp_ready: PortSet::new(n_down),
@@ -435,6 +440,13 @@ impl<M> Crossbar<M> {
         (h % self.down.len() as u64) as usize
     }
 
+    /// Whether every arrival wake takes what has arrived on all its inputs (it has at most
+    /// [`POLL_LINKS`] and polls them), so that an engine may merge their arrivals into one wake
+    /// per tick ([`sim_core::Engine::merge_arrivals`]) without changing what it does.
+    pub fn polls_every_input(&self) -> bool {
+        self.scan
+    }
+
     /// Traversal latency in cycles between upstream port `up` and downstream port `bank`.
     pub fn latency_cycles(&self, up: usize, bank: usize) -> Option<u64> {
         if up < self.up.len() && bank < self.down.len() {
@@ -470,9 +482,11 @@ impl<M> Crossbar<M>
 where
     M: Carries<MemRequest> + Carries<MemResponse>,
 {
-    /// Routes what arrived and what waits, starting the round robin at port `start`: takes the
+    /// Routes what arrived and what waits, starting the round robin at the cycle's port: takes the
     /// banks' responses, sends what has crossed, accepts requests, sends again.
-    fn route(&mut self, now: Tick, start: usize, ctx: &mut Ctx<'_, M>) {
+    fn route(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
+        // The arbiter's priority rotates by one port per cycle, whatever wakes the crossbar.
+        let start = (self.cycles.cycle_of(now) % self.up.len() as u64) as usize;
         self.take_responses(now, ctx);
         self.land(now);
         self.flush(ctx);
@@ -482,12 +496,12 @@ where
     }
 
     /// Routes the arrivals of the tick being settled as its first wake would have, had they
-    /// all been in (requests in round-robin order from that wake's pointer, responses in bank
+    /// all been in (requests in round-robin order from the cycle's port, responses in bank
     /// order).
     fn settle(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
         if self.settle_at == now {
             self.settle_at = Tick::MAX;
-            self.route(now, self.tick_rr, ctx);
+            self.route(now, ctx);
         }
     }
 
@@ -636,19 +650,8 @@ where
         if self.up_ready.is_empty() {
             return;
         }
-        let mut from = start;
-        let mut wrapped = false;
-        loop {
-            let u = match self.up_ready.next_from(from) {
-                Some(u) if !wrapped || u < start => u,
-                None if !wrapped && start > 0 => {
-                    wrapped = true;
-                    from = 0;
-                    continue;
-                }
-                _ => return,
-            };
-            from = u + 1;
+        let mut walk = RoundRobin::new(start);
+        while let Some(u) = walk.next(&self.up_ready) {
             self.serve(u, now, ctx);
         }
     }
@@ -745,11 +748,6 @@ where
             Wake::Timer(_) | Wake::Space(_) | Wake::Start => self.settle(now, ctx),
             Wake::Arrival(_) => {}
         }
-        self.rr = if self.rr + 1 == self.up.len() { 0 } else { self.rr + 1 };
-        if now != self.tick {
-            self.tick = now;
-            self.tick_rr = self.rr;
-        }
         match why {
             Wake::Timer(_) => {
                 if now >= self.armed {
@@ -783,7 +781,7 @@ where
                 }
                 if self.scan {
                     self.poll(ctx);
-                    self.route(now, self.rr, ctx);
+                    self.route(now, ctx);
                     self.arm(ctx);
                     return;
                 }
@@ -800,7 +798,7 @@ where
             }
             Wake::Start => {}
         }
-        self.route(now, self.rr, ctx);
+        self.route(now, ctx);
         self.arm(ctx);
     }
 

@@ -20,6 +20,11 @@
 //! * A full controller queue leaves the rest of the request (and later ones from the same port)
 //!   in the link, which back-pressures the requester; other ports carry on.
 //! * Per-requester response order follows completion, not arrival.
+//! * Requests arriving in the same tick on different ports are taken port by port, from a
+//!   starting port that moves by one every memory cycle, whatever the order in which the engine
+//!   delivered them: with at most [`POLL_PORTS`] ports an arrival wake polls them all (see
+//!   [`Dram::polls_every_input`]); with more, each delivery notes its port and the tick's ports
+//!   are taken together once its deliveries are over (as the caches do, `cache/ports.rs`).
 //!
 //! Event-driven: the component keeps, per controller, the next cycle it must run (`u64::MAX`
 //! when idle) and one engine timer at the earliest of those and of the earliest data return.
@@ -33,6 +38,7 @@
 //! decoded once per interleave chunk it touches: the bursts of a chunk share bank and row and
 //! are queued as one controller entry.
 
+use crate::cache::ports::{PortSet, RoundRobin, SETTLE, SETTLE_PRIORITY};
 use crate::dram::command::{Command, NUM_COMMANDS};
 use crate::dram::controller::{
     BurstRun, Controller, FIRST_ACT, FIRST_COUNTED, FIRST_PRE, Issued, NO_REQ, Owed, RunOut,
@@ -48,6 +54,9 @@ use sim_core::{Carries, Clock, Component, Ctx, LinkId, Priority, Stats, Tick, Wa
 use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
+
+/// Ports a DRAM polls when an arrival wakes it, at most (see [`Dram::polls_every_input`]).
+pub const POLL_PORTS: usize = 64;
 
 /// Refresh commands a catch-up replays before booking them: the memory it holds stays bounded
 /// however long the channel slept.
@@ -184,6 +193,11 @@ pub struct Dram<M> {
     port_of_in: Vec<u32>,
     port_of_out: Vec<u32>,
     blocked_ports: usize,
+    /// Few ports: an arrival wake takes every port's arrivals, in rotating port order.
+    poll: bool,
+    /// Otherwise: the ports with arrivals this tick, taken at `settle_at` (`Tick::MAX`: none).
+    arrived: PortSet,
+    settle_at: Tick,
     timer_at: Tick,
     out: RunOut,
     log: Option<Vec<IssuedCommand>>,
@@ -256,6 +270,9 @@ impl<M> Dram<M> {
                 .map(|&(inp, out)| Port { inp, out, waiting: VecDeque::new(), split: None })
                 .collect(),
             blocked_ports: 0,
+            poll: ports.len() <= POLL_PORTS,
+            arrived: PortSet::new(ports.len()),
+            settle_at: Tick::MAX,
             timer_at: Tick::MAX,
             out: RunOut::default(),
             log: None,
@@ -281,6 +298,15 @@ impl<M> Dram<M> {
     /// The specification it was built from.
     pub fn spec(&self) -> &DramSpec {
         &self.spec
+    }
+
+    /// Whether an arrival wake takes what has arrived on every port (it has at most
+    /// [`POLL_PORTS`] and polls them, in a port order that rotates every memory cycle), so that
+    /// an engine may merge its ports' arrivals into one wake per tick
+    /// ([`sim_core::Engine::merge_arrivals`]) without changing what it does. With more ports,
+    /// each arrival wake takes its own port's requests, in the engine's delivery order.
+    pub fn polls_every_input(&self) -> bool {
+        self.poll
     }
 
     /// A snapshot of its counters.
@@ -805,11 +831,38 @@ where
 
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
         match why {
+            Wake::Arrival(_) if self.poll => {
+                let n = self.ports.len();
+                let start = (self.ticker.cycle_floor(ctx.now()) % n as u64) as usize;
+                for p in (start..n).chain(0..start) {
+                    // A port with a request half queued waits for space, keeping arrival order.
+                    if self.ports[p].split.is_none() && ctx.peek(self.ports[p].inp).is_some() {
+                        self.pull(p, ctx);
+                    }
+                }
+            }
             Wake::Arrival(link) => {
                 let p = self.port_of_in.get(link.index()).copied().unwrap_or(u32::MAX) as usize;
-                // A port with a request half queued waits for space, keeping arrival order.
-                if p < self.ports.len() && self.ports[p].split.is_none() {
-                    self.pull(p, ctx);
+                if p < self.ports.len() {
+                    self.arrived.insert(p);
+                    let now = ctx.now();
+                    if self.settle_at != now {
+                        self.settle_at = now;
+                        ctx.schedule_at(now, SETTLE_PRIORITY, SETTLE);
+                    }
+                }
+                return;
+            }
+            Wake::Timer(SETTLE) => {
+                self.settle_at = Tick::MAX;
+                let n = self.ports.len();
+                let start = (self.ticker.cycle_floor(ctx.now()) % n as u64) as usize;
+                let mut walk = RoundRobin::new(start);
+                while let Some(p) = walk.next(&self.arrived) {
+                    self.arrived.remove(p);
+                    if self.ports[p].split.is_none() {
+                        self.pull(p, ctx);
+                    }
                 }
             }
             Wake::Timer(_) => {

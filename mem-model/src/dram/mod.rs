@@ -41,7 +41,7 @@ pub mod timing;
 
 pub use checker::{Oracle, Violation, check_log};
 pub use command::{CmdSet, Command, Level};
-pub use component::{Dram, DramFault};
+pub use component::{Dram, DramFault, POLL_PORTS};
 pub use counters::DramCounters;
 pub use device::{Device, DeviceError};
 pub use energy::{DramActivity, DramEnergy, DramEnergyError};
