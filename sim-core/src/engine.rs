@@ -173,7 +173,7 @@ impl<M> Ctx<'_, M> {
     /// the message back; the sender is then woken with [`Wake::Space`] when a slot frees.
     #[inline(always)]
     pub fn send(&mut self, link: LinkId, msg: M) -> Result<(), M> {
-        self.send_inner::<false>(link, msg, self.kernel.now)
+        self.send_at(link, msg, self.kernel.now)
     }
 
     /// Sends `msg` on `link` now as if it left at tick `depart` (not before now): it arrives the
@@ -183,12 +183,7 @@ impl<M> Ctx<'_, M> {
     /// cycles ahead) spares the timer that would send it then. Refused as [`Ctx::send`].
     #[inline(always)]
     pub fn send_at(&mut self, link: LinkId, msg: M, depart: Tick) -> Result<(), M> {
-        self.send_inner::<true>(link, msg, depart.max(self.kernel.now))
-    }
-
-    /// [`Ctx::send`] and [`Ctx::send_at`]; `AHEAD`: `depart` may lie in the future.
-    #[inline(always)]
-    fn send_inner<const AHEAD: bool>(&mut self, link: LinkId, msg: M, depart: Tick) -> Result<(), M> {
+        let depart = depart.max(self.kernel.now);
         let l = &mut self.kernel.links[link.index()];
         debug_assert_eq!(l.from, self.me, "{} sends on a link it does not own", l.name);
         if l.is_full() {
@@ -197,9 +192,8 @@ impl<M> Ctx<'_, M> {
             return Err(msg);
         }
         let mut arrival = l.arrival(depart);
-        if AHEAD && let Some(&(ahead, _)) = l.fifo.back() {
-            // Sent now, the message ahead arrives no later (constant latency); sent ahead of
-            // time, it might.
+        if let Some(&(ahead, _)) = l.fifo.back() {
+            // A message sent ahead of time may be due after this one: keep the link's order.
             arrival = arrival.max(ahead);
         }
         l.fifo.push_back((arrival, msg));
@@ -527,7 +521,10 @@ impl<C: Component> Engine<C> {
                 let group = self.kernel.links[link.index()].wake_group;
                 if group != NO_WAKE_GROUP {
                     // Its wake is this one: later arrivals of the group at this tick are in already.
-                    self.kernel.wake_groups[group as usize].pop_front();
+                    let pending = &mut self.kernel.wake_groups[group as usize];
+                    if pending.front() == Some(&tick) {
+                        pending.pop_front();
+                    }
                 }
             }
             if let Some(c) = self.components[target.index()].as_mut() {

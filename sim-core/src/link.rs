@@ -13,7 +13,9 @@
 //! until the receiver pops it, so a receiver that stops popping back-pressures its sender: a send
 //! into a full link is refused and the sender is woken (with [`crate::Wake::Space`]) as soon as
 //! the receiver frees a slot. Latency is constant, so messages arrive in the order they were
-//! sent. The link's latency is also the lookahead a parallel engine would use (as in DAM and SST).
+//! sent; a message sent ahead of time ([`crate::Ctx::send_at`]) arrives the latency after the
+//! tick it names, and one sent after it never arrives before it. The link's latency is also the
+//! lookahead a parallel engine would use (as in DAM and SST).
 
 use crate::engine::ComponentId;
 use crate::time::{Clock, Tick};

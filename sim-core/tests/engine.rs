@@ -340,12 +340,10 @@ fn a_message_sent_ahead_arrives_as_if_sent_when_it_departs_and_keeps_its_links_o
     let la = e.connect(a, d, spec("a", 1, 4)).unwrap();
     let lb = e.connect(b, d, spec("b", 1, 4)).unwrap();
     e.merge_arrivals(d).unwrap();
-    // Link a: message 1 departs at 5 ns, message 2 "at 2 ns" but behind message 1.
-    e.install(
-        a,
-        Ahead::Sender { out: la, at_start: vec![(1, 5000), (2, 2000)], later: vec![], refused: vec![] },
-    )
-    .unwrap();
+    // Link a: message 1 departs at 5 ns, message 2 "at 2 ns" but behind message 1, message 5
+    // sent plainly at 1 ns, behind both.
+    let at_start = vec![(1, 5000), (2, 2000)];
+    e.install(a, Ahead::Sender { out: la, at_start, later: vec![(5, 1000)], refused: vec![] }).unwrap();
     // Link b: message 3 now, message 4 at 5 ns: after the group's wake at 6 ns was booked
     // by message 1, and after the one at 1 ns by message 3.
     let b_sender = Ahead::Sender { out: lb, at_start: vec![(3, 0)], later: vec![(4, 5000)], refused: vec![] };
@@ -353,7 +351,7 @@ fn a_message_sent_ahead_arrives_as_if_sent_when_it_departs_and_keeps_its_links_o
     e.install(d, Ahead::Drainer { inps: vec![la, lb], wakes: 0, got: vec![] }).unwrap();
     e.run(None).unwrap();
     let Some(Ahead::Drainer { wakes, got, .. }) = e.component(d) else { panic!("drainer") };
-    assert_eq!(got, &vec![(1000, 3), (6000, 1), (6000, 2), (6000, 4)]);
+    assert_eq!(got, &vec![(1000, 3), (6000, 1), (6000, 2), (6000, 5), (6000, 4)]);
     assert_eq!(*wakes, 2, "one merged wake per arrival tick, however the arrivals were booked");
 }
 

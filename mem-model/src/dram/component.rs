@@ -304,7 +304,8 @@ impl<M> Dram<M> {
     /// [`POLL_PORTS`] and polls them, in a port order that rotates every memory cycle), so that
     /// an engine may merge its ports' arrivals into one wake per tick
     /// ([`sim_core::Engine::merge_arrivals`]) without changing what it does. With more ports,
-    /// each arrival wake takes its own port's requests, in the engine's delivery order.
+    /// each arrival wake notes its port, and the tick's ports are taken in the same rotating
+    /// order once the tick's deliveries are over.
     pub fn polls_every_input(&self) -> bool {
         self.poll
     }
@@ -833,7 +834,7 @@ where
         match why {
             Wake::Arrival(_) if self.poll => {
                 let n = self.ports.len();
-                let start = (self.ticker.cycle_floor(ctx.now()) % n as u64) as usize;
+                let start = (self.ticker.cycle_floor(ctx.now()) % n.max(1) as u64) as usize;
                 for p in (start..n).chain(0..start) {
                     // A port with a request half queued waits for space, keeping arrival order.
                     if self.ports[p].split.is_none() && ctx.peek(self.ports[p].inp).is_some() {
@@ -856,7 +857,7 @@ where
             Wake::Timer(SETTLE) => {
                 self.settle_at = Tick::MAX;
                 let n = self.ports.len();
-                let start = (self.ticker.cycle_floor(ctx.now()) % n as u64) as usize;
+                let start = (self.ticker.cycle_floor(ctx.now()) % n.max(1) as u64) as usize;
                 let mut walk = RoundRobin::new(start);
                 while let Some(p) = walk.next(&self.arrived) {
                     self.arrived.remove(p);
