@@ -635,7 +635,6 @@ pub fn run(
     for &(req, _) in wiring.ports(mem) {
         e.coalesce_arrivals(req)?;
     }
-
     // An access unit's step, and a cache, crossbar or DRAM that polls its inputs, take everything
     // that has arrived on all their inputs, whatever woke them: a tick's arrivals need one wake.
     for id in units.iter().map(|(_, id)| id).chain(&polling) {

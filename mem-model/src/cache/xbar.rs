@@ -37,8 +37,6 @@
 
 use super::cycles::CycleTracker;
 use super::flight::Flight;
-#[cfg(doc)]
-use super::ports::SCAN_LINKS;
 use super::ports::{LinkRoles, PortSet, RoundRobin, SETTLE, SETTLE_PRIORITY};
 use super::topology::{Topology, TopologyError};
 use crate::dram::AddressMapping;
