@@ -60,7 +60,10 @@ pub struct Driver {
     pub sent_at: Vec<Tick>,
     pub answers: Vec<Answer>,
     pub refusals: u64,
+    /// Ticks `[from, to)` during which the driver takes no answers (its response link fills).
+    pub deaf: (Tick, Tick),
     armed: Option<Tick>,
+    deaf_timer: bool,
 }
 
 impl Driver {
@@ -74,7 +77,9 @@ impl Driver {
             sent_at: vec![],
             answers: vec![],
             refusals: 0,
+            deaf: (0, 0),
             armed: None,
+            deaf_timer: false,
         }
     }
 
@@ -82,7 +87,14 @@ impl Driver {
         if let Wake::Timer(_) = why {
             self.armed = None;
         }
-        while let Some(m) = ctx.recv(self.resp) {
+        let now = ctx.now();
+        let deaf = now >= self.deaf.0 && now < self.deaf.1;
+        if !self.deaf_timer && self.deaf.1 > now {
+            // Wake when the deaf spell ends, to take what piled up.
+            ctx.schedule_at(self.deaf.1, Priority::DEFAULT, 1);
+            self.deaf_timer = true;
+        }
+        while let Some(m) = if deaf { None } else { ctx.recv(self.resp) } {
             let Msg::Resp(r) = m else { panic!("{} got a request", self.name) };
             let sent = self
                 .script

@@ -194,3 +194,32 @@ fn a_miss_to_a_set_whose_ways_all_wait_for_fills_goes_without_allocating() {
     let k = s.cache().counters();
     assert_eq!((k.misses, k.set_busy_misses, k.hits, k.bypasses), (5, 3, 1, 0));
 }
+
+#[test]
+fn a_requester_that_takes_no_answers_is_held_at_the_answer_cap() {
+    // A warm-up miss, then far more hits to its line than the cache may leave unanswered, from a
+    // requester that takes no answers between 500 ns and 5 us.
+    let cfg = one_set();
+    let answers_cap =
+        cfg.mshrs * cfg.mshr_targets + cfg.lookups_per_cycle * (cfg.hit_latency_cycles as u32 + 2);
+    let hits = 3 * answers_cap as u64;
+    let mut reqs = vec![(0, rd(0, 8))];
+    reqs.extend((0..hits).map(|_| (1000 * NS, rd(0, 8))));
+    let link = 4;
+    let mut s = Single::new(&cfg, vec![script(&reqs)], 100, link);
+    let d = s.drivers[0];
+    if let Some(harness::Node::Driver(drv)) = s.e.component_mut(d) {
+        drv.deaf = (500 * NS, 5000 * NS);
+    }
+    let s = s.run();
+    let d = s.driver(0);
+    assert_eq!(d.answers.len() as u64, hits + 1, "every request answered in the end");
+    // Before 5 us the cache took the cap's worth of hits plus the answers that left it (the
+    // response link's `link` slots), and the request link holds `link` more: the rest were
+    // refused. The same count as when the cache kept every answer until its due tick (checked
+    // against that code); by 5 us every answer sent ahead is due, so this does not tell whether
+    // one not yet due counts against the cap.
+    let sent_while_deaf = d.sent_at.iter().filter(|&&t| t < 5000 * NS).count() as u64;
+    assert_eq!(sent_while_deaf, 1 + u64::from(answers_cap) + 2 * u64::from(link));
+    assert!(d.refusals > 0);
+}
