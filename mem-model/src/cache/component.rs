@@ -44,7 +44,7 @@
 use super::config::{CacheConfig, CacheConfigError, CacheGeometry, NonTemporalPolicy};
 use super::cycles::CycleTracker;
 use super::mshr::{MshrFile, Target};
-use super::ports::{LinkRoles, PortSet, RoundRobin, SCAN_LINKS, SETTLE, SETTLE_PRIORITY};
+use super::ports::{LinkRoles, PortSet, RoundRobin, SCAN_LINKS, SETTLE, Settle};
 use super::replacement::{Replacement, ReplacementPolicy};
 use super::sector::{SectorMask, Sectors};
 use super::tags::{Lookup, NO_MSHR, TagArray};
@@ -300,8 +300,8 @@ pub struct Cache<M> {
     /// When a port stalled on `answers_cap` may go again: the first due tick of its answers sent
     /// ahead (`Tick::MAX`: no such stall).
     retire_at: Tick,
-    /// The tick whose lookups wait for all its requests to be in (`Tick::MAX`: none).
-    settle_at: Tick,
+    /// The tick whose lookups wait for all its requests to be in.
+    settle: Settle,
     /// Counts, the values last added to the statistics, and which differ (one bit per count):
     /// statistics are brought up to date at the end of every wake, touching only what changed.
     counts: [u64; 13],
@@ -418,7 +418,7 @@ impl<M> Cache<M> {
             now: 0,
             armed: Tick::MAX,
             retire_at: Tick::MAX,
-            settle_at: Tick::MAX,
+            settle: Settle::default(),
             counts: [0; 13],
             flushed: [0; 13],
             changed: 0,
@@ -579,8 +579,7 @@ where
     /// Runs the lookups deferred from the deliveries of this tick, as its first wake would
     /// have, had every request been in.
     fn settle(&mut self, ctx: &mut Ctx<'_, M>) {
-        if self.settle_at == self.now {
-            self.settle_at = Tick::MAX;
+        if self.settle.take(self.now) {
             self.look_up(ctx);
         }
     }
@@ -1255,10 +1254,7 @@ where
                     self.take_fills(ctx);
                     self.flush_down(ctx);
                     self.send_answers(ctx);
-                    if self.settle_at != self.now {
-                        self.settle_at = self.now;
-                        ctx.schedule_at(self.now, SETTLE_PRIORITY, SETTLE);
-                    }
+                    self.settle.book(ctx);
                     self.flush_stats(ctx);
                     return;
                 }

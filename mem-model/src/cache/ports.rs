@@ -16,7 +16,7 @@
 //! component with at most [`SCAN_LINKS`] input links polls them instead when a delivery wakes
 //! it: a few peeks cost less than a timer.
 
-use sim_core::{LinkId, Priority};
+use sim_core::{Ctx, LinkId, Priority, Tick};
 
 /// Timer token of the timer that acts on a tick's arrivals.
 pub const SETTLE: u64 = u64::MAX;
@@ -24,6 +24,40 @@ pub const SETTLE: u64 = u64::MAX;
 pub const SETTLE_PRIORITY: Priority = Priority(Priority::DELIVERY.0 + 1);
 /// Input links a component polls when a delivery wakes it, at most.
 pub const SCAN_LINKS: usize = 8;
+
+/// The tick whose arrivals wait for its deliveries to be over: a component books the
+/// [`SETTLE`] timer at most once a tick, and acts on the tick's arrivals when it fires (or at
+/// its next wake of another kind in that tick).
+#[derive(Debug, Clone, Copy)]
+pub struct Settle(Tick);
+
+impl Default for Settle {
+    fn default() -> Self {
+        Settle(Tick::MAX)
+    }
+}
+
+impl Settle {
+    /// Books the [`SETTLE`] timer for the current tick, unless it is booked already.
+    #[inline]
+    pub fn book<M>(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        if self.0 != now {
+            self.0 = now;
+            ctx.schedule_at(now, SETTLE_PRIORITY, SETTLE);
+        }
+    }
+
+    /// Whether tick `now` has arrivals waiting to be acted on; they are taken (false after).
+    #[inline]
+    pub fn take(&mut self, now: Tick) -> bool {
+        let due = self.0 == now;
+        if due {
+            self.0 = Tick::MAX;
+        }
+        due
+    }
+}
 
 /// What each of a component's links is to it, found by link id. The table spans only the
 /// component's own link ids (usually a handful of neighbours), so it stays small and warm

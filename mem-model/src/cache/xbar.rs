@@ -37,7 +37,7 @@
 
 use super::cycles::CycleTracker;
 use super::flight::Flight;
-use super::ports::{LinkRoles, PortSet, RoundRobin, SETTLE, SETTLE_PRIORITY};
+use super::ports::{LinkRoles, PortSet, RoundRobin, SETTLE, Settle};
 use super::topology::{Topology, TopologyError};
 use crate::dram::AddressMapping;
 use crate::{MemRequest, MemResponse};
@@ -292,8 +292,8 @@ pub struct Crossbar<M> {
     /// Messages travelling.
     flight: Flight,
     role_of_link: LinkRoles<Role>,
-    /// The tick whose arrivals wait to be routed (`Tick::MAX`: none).
-    settle_at: Tick,
+    /// The tick whose arrivals wait to be routed.
+    settle: Settle,
     /// At most [`POLL_LINKS`] input links: poll them all when a delivery wakes the crossbar
     /// (see [`super::ports`]), so its arrivals may share one wake per tick.
     scan: bool,
@@ -398,7 +398,7 @@ impl<M> Crossbar<M> {
             flight: Flight::new(&latency, slots),
             role_of_link: LinkRoles::new(&roles, Role::Other),
             latency,
-            settle_at: Tick::MAX,
+            settle: Settle::default(),
             scan: n_up + n_down <= POLL_LINKS,
             up_ready: PortSet::new(n_up),
             held: PortSet::new(n_up),
@@ -497,8 +497,7 @@ where
     /// all been in (requests in round-robin order from the cycle's port, responses in bank
     /// order).
     fn settle(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
-        if self.settle_at == now {
-            self.settle_at = Tick::MAX;
+        if self.settle.take(now) {
             self.route(now, ctx);
         }
     }
@@ -787,9 +786,8 @@ where
                 // crossed, and route the arrivals once the tick's deliveries are over.
                 self.land(now);
                 self.flush(ctx);
-                if (!self.up_ready.is_empty() || !self.resp_ready.is_empty()) && self.settle_at != now {
-                    self.settle_at = now;
-                    ctx.schedule_at(now, SETTLE_PRIORITY, SETTLE);
+                if !self.up_ready.is_empty() || !self.resp_ready.is_empty() {
+                    self.settle.book(ctx);
                 }
                 self.arm(ctx);
                 return;

@@ -38,7 +38,7 @@
 //! decoded once per interleave chunk it touches: the bursts of a chunk share bank and row and
 //! are queued as one controller entry.
 
-use crate::cache::ports::{PortSet, RoundRobin, SETTLE, SETTLE_PRIORITY};
+use crate::cache::ports::{PortSet, RoundRobin, SETTLE, Settle};
 use crate::dram::command::{Command, NUM_COMMANDS};
 use crate::dram::controller::{
     BurstRun, Controller, FIRST_ACT, FIRST_COUNTED, FIRST_PRE, Issued, NO_REQ, Owed, RunOut,
@@ -195,9 +195,9 @@ pub struct Dram<M> {
     blocked_ports: usize,
     /// Few ports: an arrival wake takes every port's arrivals, in rotating port order.
     poll: bool,
-    /// Otherwise: the ports with arrivals this tick, taken at `settle_at` (`Tick::MAX`: none).
+    /// Otherwise: the ports with arrivals this tick, taken when it settles.
     arrived: PortSet,
-    settle_at: Tick,
+    settle: Settle,
     timer_at: Tick,
     out: RunOut,
     log: Option<Vec<IssuedCommand>>,
@@ -272,7 +272,7 @@ impl<M> Dram<M> {
             blocked_ports: 0,
             poll: ports.len() <= POLL_PORTS,
             arrived: PortSet::new(ports.len()),
-            settle_at: Tick::MAX,
+            settle: Settle::default(),
             timer_at: Tick::MAX,
             out: RunOut::default(),
             log: None,
@@ -434,6 +434,12 @@ where
         };
         self.live += 1;
         self.ports[p].split = Some(Split { slot, next: start, end });
+    }
+
+    /// The port taken first among a tick's arrivals: it moves by one every memory cycle.
+    #[inline]
+    fn first_port(&self, now: Tick) -> usize {
+        (self.ticker.cycle_floor(now) % self.ports.len().max(1) as u64) as usize
     }
 
     /// Whether every burst of `start..end` is queued to be written: a read of them is answered
@@ -833,8 +839,7 @@ where
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
         match why {
             Wake::Arrival(_) if self.poll => {
-                let n = self.ports.len();
-                let start = (self.ticker.cycle_floor(ctx.now()) % n.max(1) as u64) as usize;
+                let (n, start) = (self.ports.len(), self.first_port(ctx.now()));
                 for p in (start..n).chain(0..start) {
                     // A port with a request half queued waits for space, keeping arrival order.
                     if self.ports[p].split.is_none() && ctx.peek(self.ports[p].inp).is_some() {
@@ -846,19 +851,13 @@ where
                 let p = self.port_of_in.get(link.index()).copied().unwrap_or(u32::MAX) as usize;
                 if p < self.ports.len() {
                     self.arrived.insert(p);
-                    let now = ctx.now();
-                    if self.settle_at != now {
-                        self.settle_at = now;
-                        ctx.schedule_at(now, SETTLE_PRIORITY, SETTLE);
-                    }
+                    self.settle.book(ctx);
                 }
                 return;
             }
             Wake::Timer(SETTLE) => {
-                self.settle_at = Tick::MAX;
-                let n = self.ports.len();
-                let start = (self.ticker.cycle_floor(ctx.now()) % n.max(1) as u64) as usize;
-                let mut walk = RoundRobin::new(start);
+                self.settle.take(ctx.now());
+                let mut walk = RoundRobin::new(self.first_port(ctx.now()));
                 while let Some(p) = walk.next(&self.arrived) {
                     self.arrived.remove(p);
                     if self.ports[p].split.is_none() {
