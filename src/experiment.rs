@@ -1137,6 +1137,8 @@ pub struct Measured {
     pub analytic_time: Option<Tick>,
     /// End-to-end mode: the workload's dense layers on the system's dense units.
     pub dense_time: Option<Tick>,
+    /// What the figures leave out and why (said after the run and kept in results.json).
+    pub warnings: Vec<String>,
 }
 
 /// A warning per DRAM timing that no constraint or latency of a system's memory uses: a
@@ -1216,6 +1218,7 @@ pub(crate) fn measured(sys: &DaeSystem, r: RunResult) -> Measured {
         outputs: Some(r.outputs),
         analytic_time: None,
         dense_time: None,
+        warnings: r.warnings,
     }
 }
 
@@ -1429,6 +1432,7 @@ pub(crate) fn run_gpu(
                 outputs: None,
                 analytic_time: None,
                 dense_time: None,
+                warnings: Vec::new(),
             },
             None,
         ));
@@ -1452,6 +1456,7 @@ pub(crate) fn run_gpu(
         outputs: None,
         analytic_time: Some(analytic.time),
         dense_time: None,
+        warnings: Vec::new(),
     };
     Ok((m, Some(r.latency)))
 }

@@ -421,6 +421,9 @@ fn run(args: &RunArgs) -> Result<bool> {
         match &o.result {
             Err(e) => dae_sim::note!("error: {} on {}: {e}", o.workload, o.system),
             Ok(m) => {
+                for w in &m.warnings {
+                    dae_sim::note!("warning: {} on {}: {w}", o.workload, o.system);
+                }
                 if let Some(Err(e)) = &m.verified {
                     dae_sim::note!(
                         "error: {} on {}: outputs differ from the reference: {e}",

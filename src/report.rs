@@ -595,6 +595,9 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
                     }
                     v["lookup_latency_ps"] =
                         m.latency.map_or(Value::Null, |l| json!({ "p50": l.0, "p99": l.1, "mean": l.2 }));
+                    if !m.warnings.is_empty() {
+                        v["warnings"] = json!(m.warnings);
+                    }
                     v["verified"] = match &m.verified {
                         Some(Ok(())) => json!(true),
                         Some(Err(e)) => json!({ "mismatch": e }),

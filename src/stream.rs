@@ -137,6 +137,11 @@ fn absorb_run(total: &mut RunResult, next: RunResult, b: u64) -> Result<(), Stri
     total.lookup_latency.add(&next.lookup_latency).map_err(|e| format!("merging latencies: {e:?}"))?;
     total.stats.absorb(&next.stats).map_err(|e| format!("merging statistics: {e}"))?;
     total.activity.absorb(&next.activity);
+    for w in next.warnings {
+        if !total.warnings.contains(&w) {
+            total.warnings.push(w);
+        }
+    }
     if total.verified.is_ok() {
         total.verified = next.verified.map_err(|e| format!("batch {b}: {e}"));
     }

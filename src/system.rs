@@ -318,6 +318,8 @@ pub struct RunResult {
     pub activity: crate::power::Activity,
     /// Where the cores' and access units' time went.
     pub breakdown: crate::breakdown::TimeBreakdown,
+    /// What the figures leave out and why (for example lookups that were not timed).
+    pub warnings: Vec<String>,
 }
 
 /// Why a run could not produce a result.
@@ -761,7 +763,21 @@ pub fn run(
         stats: stats.clone(),
         activity,
         breakdown: breakdown.finish(),
+        warnings: warnings(w),
     })
+}
+
+/// What a run of `w` cannot measure, said beside its figures.
+fn warnings(w: &CompiledWorkload) -> Vec<String> {
+    let mut out = Vec::new();
+    if w.chunked_rows {
+        out.push(
+            "its rows do not fit an access-unit lane, so the units stream them in vector-sized chunks \
+             and no lookup latency is timed (the latency columns read n/a)"
+                .to_string(),
+        );
+    }
+    out
 }
 
 /// What the components of a finished run did, summed over the chip (see [`crate::power`]).

@@ -443,6 +443,32 @@ fn rows_the_vectorizer_cannot_tile_are_warned_of() {
 }
 
 #[test]
+fn rows_streamed_in_chunks_are_warned_of_after_the_run_and_in_the_results() {
+    // 600 f32 (2400 B) rows do not fit the TMU's 2 KiB lanes: the compiler streams them in
+    // chunks, and no lookup is timed. 64-element rows fit and are timed.
+    let dir = temp_dir("chunked");
+    let cfg = small_experiment(&dir, "");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let wl = common::configs().join("workloads/emb-small.toml");
+    let line = format!("include = \"{}\"\n", wl.display());
+    for (dim, warned) in [(600, true), (64, false)] {
+        std::fs::write(&cfg, text.replace(&line, &format!("{line}dim = {dim}\nbatch = 4\n"))).unwrap();
+        let out = dir.join(format!("o{dim}"));
+        let o = run_config(&cfg, &out);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let said = "emb-small on dae: its rows do not fit an access-unit lane";
+        assert_eq!(err.contains(said), warned, "{err}");
+        assert!(!err.contains("on cpu:") && !err.contains("on h100:"), "{err}");
+        let results: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+        let dae = results["runs"].as_array().unwrap().iter().find(|r| r["system"] == "dae").unwrap();
+        assert_eq!(dae["warnings"].is_array(), warned, "{dae}");
+        assert_eq!(dae["lookup_latency_ps"].is_null(), warned, "{dae}");
+    }
+}
+
+#[test]
 fn a_stream_storage_too_small_for_one_iteration_fails_its_runs_and_keeps_the_others() {
     // Eight lanes of 128 B: emb-small's 256 B row alone does not fit a lane.
     let dir = temp_dir("storage-too-small");

@@ -119,6 +119,9 @@ pub struct CompiledWorkload {
     pub regions: Vec<DataRegion>,
     /// One job per core.
     pub jobs: Vec<CoreJob>,
+    /// Whether some core's access unit streams rows in vector-sized chunks, because a whole row
+    /// does not fit a lane: such rows are not timed as lookups (their latency reads n/a).
+    pub chunked_rows: bool,
 }
 
 /// Why a workload could not be compiled.
@@ -253,6 +256,7 @@ pub fn compile_with_stages(
         s.loop_level = text::print(&loop_fn);
     }
     let mut jobs = Vec::new();
+    let mut chunked_rows = false;
     for (core_index, (bags, range)) in parts.into_iter().zip(&loop_ranges).enumerate() {
         // Each core's own scratch.
         let scratch = layout.scratch.map(|s| s.block(core_index));
@@ -273,6 +277,7 @@ pub fn compile_with_stages(
             let chunked = TargetInfo { passes: target.passes.without(Pass::Bufferize), ..target };
             record.clear();
             lowered = lower_core(&loop_fn, range, chunked, &bases, &inst, spec, &mut record);
+            chunked_rows = true;
         }
         // The stages so far are kept even when a later one fails: they show where.
         if let Some(s) = stages.as_deref_mut() {
@@ -285,7 +290,7 @@ pub fn compile_with_stages(
         let output_elems = (bags.end - bags.start) * spec.out_width();
         jobs.push(CoreJob { bags, au, core, output_base, output_elems, scratch });
     }
-    Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs })
+    Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs, chunked_rows })
 }
 
 /// `edges` grouped by the core owning their destination (`parts`: each core's destinations),

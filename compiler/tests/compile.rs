@@ -355,4 +355,12 @@ fn rows_wider_than_a_lane_are_streamed_in_chunks() {
     // 40 chunks of 15 lanes (the widest vector that tiles 600 in 16 lanes), 60 B each.
     assert_eq!(widest(&chunked), Some(60), "{chunked}");
     assert!(chunked.lane_iteration_bytes() <= 2048);
+    // The fallback is said, so that a run can warn that no lookup is timed.
+    let chunks = |spec: &WorkloadSpec, storage: u64| {
+        let inst = EmbeddingBagInstance::generate(spec, &SeedTree::new(3));
+        compile(spec, inst, one_core(Target::Decoupled, storage)).unwrap().chunked_rows
+    };
+    assert!(chunks(&wide, 2048));
+    assert!(!chunks(&wide, 0));
+    assert!(!chunks(&spec(), 2048));
 }

@@ -327,6 +327,8 @@ pub fn instantiate(
         job.au = Some(au);
         job.core = core;
     }
+    // The hand-written programs replace the compiler's, its row chunking included.
+    out.chunked_rows = false;
     Ok(out)
 }
 
