@@ -2473,9 +2473,13 @@ where
                     self.timer_at = Tick::MAX;
                 }
             }
-            // Responses are taken even after a halt or a fault, so the memory can finish.
-            Wake::Arrival(link) if link == self.ports.mem_resp => self.receive_responses(ctx),
             Wake::Start | Wake::Arrival(_) | Wake::Space(_) => {}
+        }
+        // Responses are taken at every wake, not only at their own: the tick's work then sees
+        // every answer of the tick, whichever of its events woke the core first. And they are
+        // taken even after a halt or a fault, so the memory can finish.
+        if ctx.peek(self.ports.mem_resp).is_some() {
+            self.receive_responses(ctx);
         }
         self.step(ctx);
     }

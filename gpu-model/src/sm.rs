@@ -19,7 +19,7 @@ use mem_model::{MemRequest, MemResponse};
 use sim_core::{
     Carries, Clock, Component, CounterId, Ctx, HistogramId, LinkId, Priority, Stats, StatsError, Tick, Wake,
 };
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -29,26 +29,58 @@ use std::sync::Arc;
 /// Bytes per L1 line (the unit a warp instruction's addresses are coalesced into).
 pub const LINE_BYTES: u64 = 128;
 
-/// The GPU's block scheduler: hands out the grid's blocks in order to SMs with a free slot.
-/// The first wave goes breadth first (block `i` to SM `i % sms`), as the hardware fills SMs.
+/// The GPU's block scheduler (the hardware's work distributor): hands out the grid's blocks in
+/// order to SMs with a free slot. The first wave goes breadth first (block `i` to SM `i % sms`),
+/// as the hardware fills SMs. After it, the slots freed in one tick are served together at the
+/// tick's end, lowest SM index (then slot) first: which SM gets the next block is then a rule,
+/// not the order in which the host happened to run the SMs of that tick.
 #[derive(Debug)]
 pub struct BlockScheduler {
     next: Cell<u32>,
     total: u32,
+    /// Free slots waiting for a block, as (SM index, slot).
+    asks: RefCell<Vec<(u32, u32)>>,
+    /// Blocks handed out and not yet collected, as (SM index, slot, block).
+    grants: RefCell<Vec<(u32, u32, u32)>>,
 }
 
 impl BlockScheduler {
     /// A scheduler of `total` blocks whose first `first_wave` are placed statically.
     pub fn new(total: u32, first_wave: u32) -> Rc<Self> {
-        Rc::new(Self { next: Cell::new(first_wave.min(total)), total })
+        Rc::new(Self {
+            next: Cell::new(first_wave.min(total)),
+            total,
+            asks: RefCell::new(Vec::new()),
+            grants: RefCell::new(Vec::new()),
+        })
     }
 
-    fn take(&self) -> Option<u32> {
-        let b = self.next.get();
-        (b < self.total).then(|| {
-            self.next.set(b + 1);
-            b
-        })
+    /// Slot `slot` of SM `sm` is free; it is served by the next [`BlockScheduler::serve`].
+    fn ask(&self, sm: u32, slot: u32) {
+        self.asks.borrow_mut().push((sm, slot));
+    }
+
+    /// Hands the next blocks to the waiting slots, lowest SM index and slot first (a slot left
+    /// without one when the grid is done waits for nothing).
+    fn serve(&self) {
+        let mut asks = self.asks.borrow_mut();
+        asks.sort_unstable();
+        let mut grants = self.grants.borrow_mut();
+        for (sm, slot) in asks.drain(..) {
+            let b = self.next.get();
+            if b < self.total {
+                self.next.set(b + 1);
+                grants.push((sm, slot, b));
+            }
+        }
+    }
+
+    /// The blocks handed to SM `sm`, as (slot, block), taken out of the scheduler.
+    fn collect(&self, sm: u32) -> Vec<(u32, u32)> {
+        let mut grants = self.grants.borrow_mut();
+        let mine = grants.iter().filter(|g| g.0 == sm).map(|g| (g.1, g.2)).collect();
+        grants.retain(|g| g.0 != sm);
+        mine
     }
 }
 
@@ -148,6 +180,8 @@ impl Warp {
 
 const TIMER_DRAIN: u64 = u64::MAX;
 const TIMER_LAUNCH: u64 = u64::MAX - 1;
+/// The end of a tick in which a block slot freed: the block scheduler serves the tick's asks.
+const TIMER_BLOCKS: u64 = u64::MAX - 2;
 /// Request id layout: the warp slot in the low 32 bits, then the kind.
 const ID_ROW: u64 = 1 << 32;
 const ID_WRITE: u64 = 1 << 33;
@@ -174,6 +208,8 @@ pub struct Sm<M> {
     issue: VecDeque<MemRequest>,
     drain_at: Option<Tick>,
     drained_cycle: Option<u64>,
+    /// A [`TIMER_BLOCKS`] is booked at the current tick.
+    blocks_booked: bool,
     blocked: bool,
     writes_pending: u64,
     started: bool,
@@ -220,6 +256,7 @@ where
             issue: VecDeque::new(),
             drain_at: None,
             drained_cycle: None,
+            blocks_booked: false,
             blocked: false,
             writes_pending: 0,
             started: false,
@@ -285,10 +322,22 @@ where
         }
     }
 
-    /// A block slot emptied: take the grid's next block, if any.
+    /// A block slot emptied: ask for the grid's next block, served at the tick's end.
     fn retire(&mut self, slot: usize, ctx: &mut Ctx<'_, M>) {
-        if let Some(b) = self.scheduler.take() {
-            self.launch(slot, b, ctx);
+        self.scheduler.ask(self.p.index, slot as u32);
+        if !self.blocks_booked {
+            self.blocks_booked = true;
+            ctx.schedule_at(ctx.now(), Priority::LATE, TIMER_BLOCKS);
+        }
+    }
+
+    /// The tick's end: the block scheduler serves every slot freed in the tick (the first SM
+    /// to get here serves them all), and this SM launches the blocks it was given.
+    fn take_blocks(&mut self, ctx: &mut Ctx<'_, M>) {
+        self.blocks_booked = false;
+        self.scheduler.serve();
+        for (slot, block) in self.scheduler.collect(self.p.index) {
+            self.launch(slot as usize, block, ctx);
         }
     }
 
@@ -547,6 +596,7 @@ where
                 return;
             }
             Wake::Timer(TIMER_LAUNCH) => self.first_wave(ctx),
+            Wake::Timer(TIMER_BLOCKS) => self.take_blocks(ctx),
             Wake::Timer(TIMER_DRAIN) => {
                 self.drain_at = None;
                 if !self.blocked {
@@ -582,5 +632,27 @@ where
             self.writes_pending,
             if self.blocked { ", L1 link full" } else { "" }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BlockScheduler;
+
+    #[test]
+    fn slots_freed_together_get_blocks_by_sm_then_slot_whatever_order_they_asked_in() {
+        // Blocks 0-3 went out in the first wave; 4, 5 and 6 are left.
+        let s = BlockScheduler::new(7, 4);
+        for (sm, slot) in [(5, 0), (2, 1), (9, 0), (2, 0)] {
+            s.ask(sm, slot);
+        }
+        s.serve();
+        assert_eq!(s.collect(2), vec![(0, 4), (1, 5)]);
+        assert_eq!(s.collect(5), vec![(0, 6)]);
+        assert_eq!(s.collect(9), vec![], "the grid ran out");
+        assert_eq!(s.collect(2), vec![], "collected once");
+        s.ask(1, 0);
+        s.serve();
+        assert_eq!(s.collect(1), vec![]);
     }
 }

@@ -1,8 +1,8 @@
 //! Bounded latency links: the only way components talk.
 //!
 //! A link is a FIFO from one component to another with a fixed latency of at least one cycle of
-//! its clock (`latency` periods, rounded up to whole picoseconds, so a message sent on an edge
-//! never arrives before the edge `latency` cycles later) and a capacity in messages.
+//! its clock (a message sent on an edge arrives on the edge `latency` cycles later; one sent
+//! between edges, as long after) and a capacity in messages.
 //!
 //! Each message normally wakes its receiver once. A link may instead *coalesce* arrivals
 //! ([`crate::Engine::coalesce_arrivals`]): messages that arrive at the same tick then share one
@@ -77,9 +77,6 @@ pub(crate) struct LinkState<M> {
     pub(crate) name: String,
     pub(crate) from: ComponentId,
     pub(crate) to: ComponentId,
-    /// Latency in ticks: `latency_cycles` periods rounded up, so that a message sent on a clock
-    /// edge never arrives before the edge `latency_cycles` later.
-    pub(crate) latency: Tick,
     pub(crate) capacity: u32,
     /// Messages with their arrival tick, oldest first.
     pub(crate) fifo: VecDeque<(Tick, M)>,
@@ -92,6 +89,11 @@ pub(crate) struct LinkState<M> {
     /// when it coalesces ([`crate::Engine::coalesce_arrivals`]), its receiver's when that
     /// merges its inputs ([`crate::Engine::merge_arrivals`]).
     pub(crate) wake_group: u32,
+    /// The clock the latency is counted in, and the latency in its cycles.
+    clock: Clock,
+    latency_cycles: u64,
+    /// The last departure asked about and its arrival: a sender sends many messages per tick.
+    memo: (Tick, Tick),
 }
 
 /// A link in no wake group.
@@ -109,21 +111,33 @@ impl<M> LinkState<M> {
             name: spec.name,
             from,
             to,
-            latency: spec.clock.cycles_to_ticks_ceil(spec.latency_cycles).max(1),
             capacity: spec.capacity,
             fifo: VecDeque::with_capacity(spec.capacity.min(1024) as usize),
             sender_waiting: false,
             sent: 0,
             refused: 0,
             wake_group: NO_WAKE_GROUP,
+            memo: (Tick::MAX, Tick::MAX),
+            clock: spec.clock,
+            latency_cycles: spec.latency_cycles,
         })
     }
 
-    /// When a message sent at `now` arrives. No division on this hot path: receivers that work
-    /// on their own clock edges round arrivals up themselves.
+    /// When a message sent at `now` arrives: `latency_cycles` periods later, measured between the
+    /// clock's edges, so that a message sent on an edge arrives exactly on the edge that many
+    /// cycles later. (Adding the latency rounded up to whole ticks would land 1 ps past that edge
+    /// on a clock whose period is not a whole number of ticks, 3 GHz for one, and a receiver
+    /// that starts work on its next edge would see a 1-cycle link take 2.) A message sent
+    /// between edges arrives the same span later. Senders mostly send several messages per
+    /// tick: the last answer is kept.
     #[inline]
-    pub(crate) fn arrival(&self, now: Tick) -> Tick {
-        now.saturating_add(self.latency)
+    pub(crate) fn arrival(&mut self, now: Tick) -> Tick {
+        if now != self.memo.0 {
+            let n = self.clock.cycle_at(now);
+            let span = self.clock.edge(n.saturating_add(self.latency_cycles)) - self.clock.edge(n);
+            self.memo = (now, now.saturating_add(span));
+        }
+        self.memo.1
     }
 
     #[inline]

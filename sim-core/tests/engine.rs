@@ -371,3 +371,27 @@ fn a_message_sent_ahead_holds_its_slot_from_the_send() {
     let Some(Ahead::Drainer { got, .. }) = e.component(d) else { panic!("drainer") };
     assert_eq!(got, &vec![(10_000, 1), (11_000, 3)]);
 }
+
+#[test]
+fn a_message_arrives_on_the_clock_edge_its_latency_after_the_first_edge_it_can_leave_on() {
+    // 3 GHz: edges at 0, 333, 666, 1000, 1333 ps (the period is not a whole number of ticks).
+    let ghz3 = Clock::new(Frequency::from_hz(3_000_000_000)).unwrap();
+    let link =
+        |name: &str, latency_cycles| LinkSpec { name: name.into(), clock: ghz3, latency_cycles, capacity: 8 };
+    let mut e = Engine::new();
+    let (a, b, d) = (e.reserve(), e.reserve(), e.reserve());
+    let one = e.connect(a, d, link("one", 1)).unwrap();
+    let two = e.connect(b, d, link("two", 2)).unwrap();
+    // Departures on edges, and one between edges (400 ps), which takes as long as one from the
+    // edge before it (333 ps: 333 -> 666).
+    let at_start = vec![(1, 0), (2, 333), (3, 400), (4, 1000)];
+    e.install(a, Ahead::Sender { out: one, at_start, later: vec![], refused: vec![] }).unwrap();
+    e.install(b, Ahead::Sender { out: two, at_start: vec![(5, 333)], later: vec![], refused: vec![] })
+        .unwrap();
+    e.install(d, Ahead::Drainer { inps: vec![one, two], wakes: 0, got: vec![] }).unwrap();
+    e.run(None).unwrap();
+    let Some(Ahead::Drainer { got, .. }) = e.component(d) else { panic!("drainer") };
+    // Adding a 334 ps latency instead would deliver at 334, 667, 734, 1334 and 1001: a tick past
+    // the edge, which a receiver working on its edges reads as a cycle later.
+    assert_eq!(got, &vec![(333, 1), (666, 2), (733, 3), (1000, 5), (1333, 4)]);
+}
