@@ -493,3 +493,51 @@ fn a_stream_storage_too_small_for_one_iteration_fails_its_runs_and_keeps_the_oth
     assert!(of("dae")["error"].as_str().unwrap().contains("stream storage"));
     assert_eq!(of("cpu")["verified"], true);
 }
+
+/// An experiment of the DAE chip and the H100 on the runs where the engine's event order once
+/// showed through (TT-EmbeddingBag on the DAE chip, MLPerf DLRM-v2 on the H100), its caches
+/// sending answers ahead or not (`extra` is added to each system).
+fn ahead_experiment(dir: &Path, extra_dae: &str, extra_gpu: &str) -> std::path::PathBuf {
+    let c = common::configs();
+    let text = format!(
+        "[experiment]\nname = \"ahead\"\nseed = 42\n\n\
+         [[system]]\nname = \"dae\"\ninclude = \"{dae}\"\n{extra_dae}\n\n\
+         [[system]]\nname = \"h100\"\ninclude = \"{h100}\"\n{extra_gpu}\n\n\
+         [[workload]]\ninclude = \"{tt}\"\nbatch = 8\n\n\
+         [[workload]]\ninclude = \"{mlperf}\"\nbatch = 256\n",
+        dae = c.join("systems/dae-hbm3.toml").display(),
+        h100 = c.join("systems/h100-sxm.toml").display(),
+        tt = c.join("workloads/tt-rec.toml").display(),
+        mlperf = c.join("workloads/dlrm-mlperf-v2.toml").display(),
+    );
+    let path = dir.join(format!("ahead{}.toml", extra_dae.len()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn caches_sending_answers_ahead_or_at_their_due_tick_give_the_same_results() {
+    // Sending an answer ahead changes only which host events carry the work (a message sent at
+    // once instead of a timer at the due tick): any figure that moves is arbitration by host
+    // event order somewhere. It found the GPU's block scheduler, the cores' answer taking and
+    // the links' 1 ps overshoot.
+    let dir = temp_dir("ahead");
+    let off = "caches.l1d.answers_ahead = false\ncaches.l2.answers_ahead = false\n\
+               caches.llc.answers_ahead = false";
+    let gpu_off = "gpu_sim.l1.answers_ahead = false\ngpu_sim.l2.bank.answers_ahead = false";
+    let figures = |cfg: &Path, out: &str| {
+        let o = run_config(cfg, &dir.join(out));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(dir.join(out).join("results.json")).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for r in json["runs"].as_array_mut().unwrap() {
+            // Engine events are host work, not results.
+            r.as_object_mut().unwrap().remove("events");
+        }
+        json["runs"].clone()
+    };
+    let ahead = figures(&ahead_experiment(&dir, "", ""), "a");
+    let due = figures(&ahead_experiment(&dir, off, gpu_off), "b");
+    assert_eq!(ahead.as_array().unwrap().len(), 4);
+    assert_eq!(ahead, due);
+}

@@ -278,6 +278,8 @@ pub struct Cache<M> {
     free_requests: Vec<u32>,
     /// Most requests a port may have unanswered.
     answers_cap: u32,
+    /// Answers go on the link when produced ([`CacheConfig::answers_ahead`]).
+    answers_ahead: bool,
     /// Targets being completed by a fill (reused buffer).
     scratch: Vec<u32>,
     /// The cycle of the lookups being counted, and lookups used in it.
@@ -407,6 +409,7 @@ impl<M> Cache<M> {
             ],
             free_requests: (0..request_slots as u32).rev().collect(),
             answers_cap,
+            answers_ahead: cfg.answers_ahead,
             scratch: Vec::with_capacity(geo.mshr_targets as usize),
             cycle: 0,
             used: 0,
@@ -674,6 +677,11 @@ where
         let due = due.max(port.last_due);
         port.last_due = due;
         let first = port.answers.is_empty() && !port.out_blocked;
+        if first && !self.answers_ahead {
+            port.answers.push_back((due, resp));
+            self.queue_answers(p as u32, due);
+            return;
+        }
         if first {
             // Nothing ahead of it: it goes on the link now, to arrive as if sent when due, and
             // needs no timer. The link holds it meanwhile; were the link full now, it would be

@@ -42,6 +42,7 @@ pub const MAX_HIT_LATENCY_CYCLES: u64 = 1_000_000;
 /// lookups_per_cycle = 2     # tag lookups per cycle, shared by all upstream ports
 /// writeback_buffer = 8      # optional: default = mshrs
 /// non_temporal = "bypass"   # bypass | insert_lru
+/// answers_ahead = true      # optional: send answers when produced (false: at their due tick)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,6 +78,15 @@ pub struct CacheConfig {
     /// What a request with the non-temporal hint does.
     #[serde(default)]
     pub non_temporal: NonTemporalPolicy,
+    /// Whether an answer goes on its link as soon as it is produced, to arrive as if sent when
+    /// due (the default, which spares a timer per answer), or waits for its due tick. A host
+    /// speed choice: results are the same either way, which a test checks.
+    #[serde(default = "yes")]
+    pub answers_ahead: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_mshr_targets() -> u32 {
@@ -381,6 +391,7 @@ mod tests {
             lookups_per_cycle: 1,
             writeback_buffer: None,
             non_temporal: NonTemporalPolicy::InsertLru,
+            answers_ahead: true,
         }
     }
 
