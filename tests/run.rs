@@ -423,18 +423,25 @@ fn zero_counts_on_the_command_line_are_refused() {
     }
 }
 
+/// [`small_experiment`] with `lines` added to its workload (after its include).
+fn small_experiment_with_workload(dir: &Path, lines: &str) -> std::path::PathBuf {
+    let cfg = small_experiment(dir, "");
+    let wl = common::configs().join("workloads/emb-small.toml");
+    let include = format!("include = \"{}\"\n", wl.display());
+    common::edit_file(&cfg, |text| {
+        assert!(text.contains(&include));
+        text.replace(&include, &format!("{include}{lines}\n"))
+    });
+    cfg
+}
+
 #[test]
 fn rows_the_vectorizer_cannot_tile_are_warned_of() {
     // 17 elements have no chunk of 8 to 16 lanes: the access units stream them element by
     // element and no lookup is timed, which the table shows only as n/a latencies.
     let dir = temp_dir("untiled");
-    let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    let wl = common::configs().join("workloads/emb-small.toml");
-    let line = format!("include = \"{}\"\n", wl.display());
-    assert!(text.contains(&line));
     for (dim, warned) in [(17, true), (16, false)] {
-        std::fs::write(&cfg, text.replace(&line, &format!("{line}dim = {dim}\n"))).unwrap();
+        let cfg = small_experiment_with_workload(&dir, &format!("dim = {dim}"));
         let o = run_config(&cfg, &dir.join("o"));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{err}");
@@ -447,12 +454,8 @@ fn rows_streamed_in_chunks_are_warned_of_after_the_run_and_in_the_results() {
     // 600 f32 (2400 B) rows do not fit the TMU's 2 KiB lanes: the compiler streams them in
     // chunks, and no lookup is timed. 64-element rows fit and are timed.
     let dir = temp_dir("chunked");
-    let cfg = small_experiment(&dir, "");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    let wl = common::configs().join("workloads/emb-small.toml");
-    let line = format!("include = \"{}\"\n", wl.display());
     for (dim, warned) in [(600, true), (64, false)] {
-        std::fs::write(&cfg, text.replace(&line, &format!("{line}dim = {dim}\nbatch = 4\n"))).unwrap();
+        let cfg = small_experiment_with_workload(&dir, &format!("dim = {dim}\nbatch = 4"));
         let out = dir.join(format!("o{dim}"));
         let o = run_config(&cfg, &out);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -496,8 +499,8 @@ fn a_stream_storage_too_small_for_one_iteration_fails_its_runs_and_keeps_the_oth
 
 /// An experiment of the DAE chip and the H100 on the runs where the engine's event order once
 /// showed through (TT-EmbeddingBag on the DAE chip, MLPerf DLRM-v2 on the H100), its caches
-/// sending answers ahead or not (`extra` is added to each system).
-fn ahead_experiment(dir: &Path, extra_dae: &str, extra_gpu: &str) -> std::path::PathBuf {
+/// sending answers ahead or not (`extra_dae` and `extra_gpu` are added to the two systems).
+fn ahead_experiment(dir: &Path, name: &str, extra_dae: &str, extra_gpu: &str) -> std::path::PathBuf {
     let c = common::configs();
     let text = format!(
         "[experiment]\nname = \"ahead\"\nseed = 42\n\n\
@@ -510,7 +513,7 @@ fn ahead_experiment(dir: &Path, extra_dae: &str, extra_gpu: &str) -> std::path::
         tt = c.join("workloads/tt-rec.toml").display(),
         mlperf = c.join("workloads/dlrm-mlperf-v2.toml").display(),
     );
-    let path = dir.join(format!("ahead{}.toml", extra_dae.len()));
+    let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -536,8 +539,8 @@ fn caches_sending_answers_ahead_or_at_their_due_tick_give_the_same_results() {
         }
         json["runs"].clone()
     };
-    let ahead = figures(&ahead_experiment(&dir, "", ""), "a");
-    let due = figures(&ahead_experiment(&dir, off, gpu_off), "b");
+    let ahead = figures(&ahead_experiment(&dir, "ahead", "", ""), "a");
+    let due = figures(&ahead_experiment(&dir, "due", off, gpu_off), "b");
     assert_eq!(ahead.as_array().unwrap().len(), 4);
     assert_eq!(ahead, due);
 }

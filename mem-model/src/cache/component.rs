@@ -677,12 +677,7 @@ where
         let due = due.max(port.last_due);
         port.last_due = due;
         let first = port.answers.is_empty() && !port.out_blocked;
-        if first && !self.answers_ahead {
-            port.answers.push_back((due, resp));
-            self.queue_answers(p as u32, due);
-            return;
-        }
-        if first {
+        if first && self.answers_ahead {
             // Nothing ahead of it: it goes on the link now, to arrive as if sent when due, and
             // needs no timer. The link holds it meanwhile; were the link full now, it would be
             // full at the due tick too (every message in it was sent before this one).
@@ -695,6 +690,10 @@ where
             port.out_blocked = true;
         }
         port.answers.push_back((due, resp));
+        if first && !self.answers_ahead {
+            // Sent when due, by `send_answers`.
+            self.queue_answers(p as u32, due);
+        }
     }
 
     /// Sends downstream what is queued, until the link refuses.

@@ -195,7 +195,8 @@ pub struct Dram<M> {
     blocked_ports: usize,
     /// Few ports: an arrival wake takes every port's arrivals, in rotating port order.
     poll: bool,
-    /// Otherwise: the ports with arrivals this tick, taken when it settles.
+    /// The ports with arrivals to take (polled at an arrival wake, or noted by each delivery
+    /// and taken when the tick settles).
     arrived: PortSet,
     settle: Settle,
     timer_at: Tick,
@@ -436,10 +437,18 @@ where
         self.ports[p].split = Some(Split { slot, next: start, end });
     }
 
-    /// The port taken first among a tick's arrivals: it moves by one every memory cycle.
-    #[inline]
-    fn first_port(&self, now: Tick) -> usize {
-        (self.ticker.cycle_floor(now) % self.ports.len().max(1) as u64) as usize
+    /// Takes the requests of the ports in `arrived`, port by port from a first port that moves
+    /// by one every memory cycle, and empties it.
+    fn take_arrived(&mut self, ctx: &mut Ctx<'_, M>) {
+        let first = (self.ticker.cycle_floor(ctx.now()) % self.ports.len().max(1) as u64) as usize;
+        let mut walk = RoundRobin::new(first);
+        while let Some(p) = walk.next(&self.arrived) {
+            self.arrived.remove(p);
+            // A port with a request half queued waits for space, keeping arrival order.
+            if self.ports[p].split.is_none() {
+                self.pull(p, ctx);
+            }
+        }
     }
 
     /// Whether every burst of `start..end` is queued to be written: a read of them is answered
@@ -839,13 +848,12 @@ where
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
         match why {
             Wake::Arrival(_) if self.poll => {
-                let (n, start) = (self.ports.len(), self.first_port(ctx.now()));
-                for p in (start..n).chain(0..start) {
-                    // A port with a request half queued waits for space, keeping arrival order.
-                    if self.ports[p].split.is_none() && ctx.peek(self.ports[p].inp).is_some() {
-                        self.pull(p, ctx);
+                for p in 0..self.ports.len() {
+                    if ctx.peek(self.ports[p].inp).is_some() {
+                        self.arrived.insert(p);
                     }
                 }
+                self.take_arrived(ctx);
             }
             Wake::Arrival(link) => {
                 let p = self.port_of_in.get(link.index()).copied().unwrap_or(u32::MAX) as usize;
@@ -857,13 +865,7 @@ where
             }
             Wake::Timer(SETTLE) => {
                 self.settle.take(ctx.now());
-                let mut walk = RoundRobin::new(self.first_port(ctx.now()));
-                while let Some(p) = walk.next(&self.arrived) {
-                    self.arrived.remove(p);
-                    if self.ports[p].split.is_none() {
-                        self.pull(p, ctx);
-                    }
-                }
+                self.take_arrived(ctx);
             }
             Wake::Timer(_) => {
                 if ctx.now() >= self.timer_at {
