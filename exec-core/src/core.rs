@@ -573,10 +573,28 @@ const HORIZON: usize = 4096;
 #[derive(Debug, Clone)]
 struct Calendar {
     words: Vec<u64>,
+    /// Per word whose cycle is full: how many cycles on the next one that may have a free slot
+    /// lies (every cycle between is full). A search that meets a busy unit's run of full cycles
+    /// jumps over it instead of reading each: a cracked instruction's micro-ops queue behind
+    /// the run its predecessors filled.
+    skip: Vec<u16>,
     limits: [u32; CLASSES],
+    /// The highest floor seen. A cycle at or after it still holds its own reservations (a word
+    /// is only reused for a cycle `HORIZON` later, which must lie before some floor plus
+    /// `HORIZON`), so a skip read there is still true.
+    floor: u64,
 }
 
 impl Calendar {
+    fn new(limits: [u32; CLASSES]) -> Calendar {
+        Calendar {
+            words: vec![u64::MAX; CLASSES * HORIZON],
+            skip: vec![1; CLASSES * HORIZON],
+            limits,
+            floor: 0,
+        }
+    }
+
     /// Takes `n` slots of `class` (the micro-ops of one instruction), each the first free one at
     /// or after `from` (and `floor`, the current cycle), earliest first; returns the cycle of
     /// the last.
@@ -585,11 +603,14 @@ impl Calendar {
         if k >= CLASSES {
             return from.max(floor);
         }
+        self.floor = self.floor.max(floor);
         let limit = u64::from(self.limits[k]);
+        let end = floor.saturating_add(HORIZON as u64);
         let mut left = u64::from(n.max(1));
-        let mut c = from.max(floor);
+        let start = from.max(floor);
+        let mut c = start;
         loop {
-            if c >= floor.saturating_add(HORIZON as u64) {
+            if c >= end {
                 return c;
             }
             let i = k * HORIZON + (c as usize & (HORIZON - 1));
@@ -599,11 +620,32 @@ impl Calendar {
                 let take = left.min(limit - used);
                 self.words[i] = (c << 8) | (used + take);
                 left -= take;
+                if used + take == limit {
+                    self.skip[i] = 1;
+                }
                 if left == 0 {
+                    self.compress(k, start, c);
                     return c;
                 }
+                c += 1;
+            } else if c >= self.floor {
+                // Stepping through the run would stop at `end` if it reaches it.
+                c = (c + u64::from(self.skip[i])).min(end);
+            } else {
+                c += 1;
             }
-            c += 1;
+        }
+    }
+
+    /// Points every full cycle of class `k` met on the way from `start` to `to` at `to` (all
+    /// cycles between are full), so that the next search from any of them jumps at once.
+    fn compress(&mut self, k: usize, start: u64, to: u64) {
+        let mut c = start.max(self.floor);
+        while c < to {
+            let i = k * HORIZON + (c as usize & (HORIZON - 1));
+            let next = c + u64::from(self.skip[i]);
+            self.skip[i] = (to - c).min(u64::from(u16::MAX)) as u16;
+            c = next;
         }
     }
 }
@@ -974,7 +1016,7 @@ impl<M> Core<M> {
             last_retire: 0,
             retired_in_last: 0,
             retire_gap_from: 0,
-            calendar: Calendar { words: vec![u64::MAX; CLASSES * HORIZON], limits },
+            calendar: Calendar::new(limits),
             work: Vec::with_capacity(64),
             scratch: Vec::with_capacity(64),
             accesses: vec![Access::default(); n_access],
@@ -2530,6 +2572,69 @@ where
             Block::Queue => format!("{at} waits on the output queue; {window}"),
             Block::Mispredict => format!("{at} waits for a mispredicted branch to resolve; {window}"),
             Block::None => format!("{at} is next to dispatch{send}; {window}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod calendar_tests {
+    use super::{CLASSES, Calendar, Class, HORIZON};
+    use proptest::prelude::*;
+
+    /// The calendar without skips: every cycle's word read in turn.
+    struct Plain {
+        words: Vec<u64>,
+        limits: [u32; CLASSES],
+    }
+
+    impl Plain {
+        fn reserve_n(&mut self, k: usize, from: u64, floor: u64, n: u32) -> u64 {
+            let limit = u64::from(self.limits[k]);
+            let mut left = u64::from(n.max(1));
+            let mut c = from.max(floor);
+            loop {
+                if c >= floor + HORIZON as u64 {
+                    return c;
+                }
+                let i = k * HORIZON + (c as usize & (HORIZON - 1));
+                let w = self.words[i];
+                let used = if w >> 8 == c { w & 0xff } else { 0 };
+                if used < limit {
+                    let take = left.min(limit - used);
+                    self.words[i] = (c << 8) | (used + take);
+                    left -= take;
+                    if left == 0 {
+                        return c;
+                    }
+                }
+                c += 1;
+            }
+        }
+    }
+
+    const KINDS: [Class; 3] = [Class::Alu, Class::Vector, Class::Load];
+
+    proptest! {
+        /// Skipping runs of full cycles finds the same slots as reading every cycle, with
+        /// floors that mostly move forward but sometimes step back a few cycles (a core's wakes
+        /// between clock edges step back one), and now and then leap most of the ring ahead.
+        #[test]
+        fn skips_find_the_slots_a_plain_walk_finds(
+            ops in prop::collection::vec((0usize..3, 0u64..40, 0u64..3, 1u32..20, 0u8..3, 0u8..50), 1..400),
+        ) {
+            let limits = [2, 1, 1, 3, 1];
+            let mut fast = Calendar::new(limits);
+            let mut plain = Plain { words: vec![u64::MAX; CLASSES * HORIZON], limits };
+            let mut floor = 0u64;
+            for (kind, ahead, step, n, back, leap) in ops {
+                // Now and then far ahead, so that the ring's words are reused.
+                floor += if leap == 0 { HORIZON as u64 - 20 } else { step };
+                let f = floor.saturating_sub(u64::from(back) * 2);
+                let class = KINDS[kind];
+                let got = fast.reserve_n(class, f + ahead, f, n);
+                let want = plain.reserve_n(class as usize, f + ahead, f, n);
+                prop_assert_eq!(got, want);
+            }
         }
     }
 }
