@@ -1057,7 +1057,8 @@ impl Controller {
             first: 0,
         };
         // Whether the entry's next burst simply takes over as the column candidate: an open page
-        // (no auto-precharge to decide) and no row-hit cap that the streak could flip.
+        // (no auto-precharge to decide) and no row-hit cap that the streak could flip (none, no
+        // miss waiting, or the streak still short of it: the bank's row candidate stays held).
         let mut continued = false;
         match cmd {
             Command::Act => {
@@ -1087,7 +1088,9 @@ impl Controller {
                 if e.count > 1 {
                     // The entry's next burst.
                     continued = self.page == PagePolicy::Open
-                        && (self.scheduler != Scheduler::FrFcfsCap || bank.hits[d] == bank.len[d]);
+                        && (self.scheduler != Scheduler::FrFcfsCap
+                            || bank.hits[d] == bank.len[d]
+                            || bank.streak < self.cap_hits);
                     let next = &mut self.entries[i];
                     next.first = FIRST_COUNTED;
                     next.count -= 1;
