@@ -520,7 +520,21 @@ fn compile(args: &CompileArgs) -> Result<()> {
     Ok(())
 }
 
+/// The host a speed benchmark runs on, as its first line (`host: CPU, N cores`): a speed figure
+/// means little without it, and this project's machines have changed under it.
+fn host() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|info| {
+        info.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == "model name").then(|| value.trim().to_string())
+        })
+    });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("host: {}, {cores} cores", cpu.as_deref().unwrap_or("CPU model unknown"))
+}
+
 fn bench_engine() -> Result<()> {
+    outln!("{}", host())?;
     use sim_core::bench::{fan_out_fan_in, measure, ping_pong};
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -633,6 +647,7 @@ fn mem(args: &MemArgs) -> Result<()> {
 }
 
 fn bench_mem() -> Result<()> {
+    outln!("{}", host())?;
     use mem_model::dram::bench::{self as dram_bench, BenchConfig, Pattern as BenchPattern};
     let preset = mem_frontend::load_memory(&mem_frontend::resolve_memory("hbm3-6400")?)?;
     let mem_frontend::MemoryModel::Dram(spec) = &preset.model else {
@@ -671,6 +686,7 @@ fn shipped_config(name: &str) -> PathBuf {
 }
 
 fn bench_system() -> Result<()> {
+    outln!("{}", host())?;
     use dae_sim::experiment::SystemPlan;
     let path = shipped_config("bench-system.toml");
     let exp = Experiment::load(&path, &Overrides::default())?;
@@ -733,6 +749,7 @@ fn bench_stream(
     let spec = &exp.file.workload[0];
     let count = spec.batches.max(1);
     let source = trace.map_or_else(|| "generated on the fly".to_string(), |t| t.display().to_string());
+    outln!("{}", host())?;
     outln!(
         "{}: {count} batches of {} lookups ({source}), {threads} at a time",
         path.display(),
@@ -965,6 +982,21 @@ fn main() -> ExitCode {
         Err(e) => {
             dae_sim::note!("error: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_host_line_names_the_cpu_and_its_cores() {
+        let line = super::host();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(line.starts_with("host: ") && line.ends_with(&format!(", {cores} cores")), "{line}");
+        if let Ok(info) = std::fs::read_to_string("/proc/cpuinfo")
+            && info.contains("model name")
+        {
+            assert!(!line.contains("CPU model unknown"), "{line}");
         }
     }
 }
