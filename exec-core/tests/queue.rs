@@ -6,6 +6,7 @@ use common::{Setup, System, clock};
 use exec_core::{FaultKind, OutputBuffer, QueueEntry, Reg};
 use mem_model::{Backing, MemoryImage, Region};
 use sim_core::procedural::table_value;
+use sim_core::{Bandwidth, Priority, Tick};
 
 const TABLE: u64 = 0x10_0000;
 const OUT: u64 = 0x80_0000;
@@ -95,6 +96,51 @@ fn sleeps_while_the_queue_is_empty() {
     assert!(events < 20 * (n + 1), "{events} events");
     let stalled = core.counters().stall_queue;
     assert!(stalled > 24_000 && stalled < 25_100, "{stalled} cycles waiting on the queue");
+}
+
+/// A load that the tick's queue entry lets dispatch, to a line whose answer from memory arrives
+/// in that same tick, must see that answer, whichever of the tick's two arrivals the engine
+/// delivers first: the core takes memory answers at every wake, not only at the answer's own.
+/// Taken only at its own wake, the answer came after the load when the queue entry was
+/// delivered first, and the load merged into the answered request (one memory request instead
+/// of two, and the load done at once).
+#[test]
+fn a_load_sees_the_answers_of_its_tick_whichever_arrival_wakes_the_core_first() {
+    // The first load misses; `pop_control` stops dispatch until the entry arrives; the second
+    // load, to the same line, dispatches with it.
+    let program = "\
+.core lanes=1
+    li r2, 0x100000
+    ld.u64 r1, [r2 + 0]
+    pop_control r3
+    ld.u64 r4, [r2 + 8]
+    halt
+";
+    let outcome = |start: Tick, priority: Priority| {
+        let mut setup = Setup::new(image(), OutputBuffer { base: OUT, elems: 0 });
+        setup.cfg.issue_width = 4;
+        // 64 B take one cycle: the answer lands on a clock edge, where queue entries land.
+        setup.mem.bandwidth = Bandwidth::from_bytes_per_second(64_000_000_000);
+        setup.queue = Some((vec![QueueEntry::new(1, &[]).unwrap()], start, 0));
+        setup.queue_priority = priority;
+        let mut sys = System::build(setup, program).expect("builds");
+        sys.run().expect("runs to the end");
+        let core = sys.core();
+        assert_eq!(core.fault(), None);
+        (core.counters().mem_requests, core.finish_tick())
+    };
+    // The entry is sent one cycle before it arrives. Sweep its send across the first load's
+    // round trip (the answer lands at cycle 104): one of these sends lands in the answer's tick.
+    let cycle = clock().edge(1);
+    let mut merged = 0;
+    for k in 90..115 {
+        let first = outcome(k * cycle, Priority::DELIVERY);
+        let last = outcome(k * cycle, Priority::LATE);
+        assert_eq!(first, last, "entry sent at cycle {k}: sent before or after the memory's answer");
+        merged += u64::from(first.0 == 1);
+    }
+    // Both kinds of outcome occur in the sweep: entries early enough merge, later ones do not.
+    assert!(merged > 0 && merged < 25, "{merged} of 25 sends merged");
 }
 
 fn fault_with(program: &str, queue: Vec<QueueEntry>) -> exec_core::CoreFault {

@@ -7,7 +7,7 @@ use exec_core::{Core, CoreConfig, CorePorts, Latencies, OutputBuffer, QueueEntry
 use mem_model::{MemRequest, MemResponse, MemoryImage, SimpleMemory, SimpleMemoryConfig};
 use sim_core::{
     Bandwidth, Clock, Component, ComponentId, Ctx, Engine, EngineError, Frequency, LinkId, LinkSpec,
-    RunSummary, Tick, TimeSpan, Wake,
+    Priority, RunSummary, Tick, TimeSpan, Wake,
 };
 use std::sync::Arc;
 
@@ -31,6 +31,8 @@ pub struct Producer {
     pub out: Option<LinkId>,
     /// Tick each entry was sent.
     pub sent_at: Vec<Tick>,
+    /// Priority of its send timers: among events of one tick, it sends before or after others.
+    pub priority: Priority,
 }
 
 impl Producer {
@@ -39,7 +41,7 @@ impl Producer {
         while self.next < self.entries.len() {
             let due = self.start + self.interval * self.next as Tick;
             if due > ctx.now() {
-                ctx.schedule_at(due, sim_core::Priority::DEFAULT, 0);
+                ctx.schedule_at(due, self.priority, 0);
                 return;
             }
             if ctx.send(out, Msg::Queue(self.entries[self.next])).is_err() {
@@ -129,11 +131,21 @@ pub struct Setup {
     pub link_capacity: u32,
     /// Entries, first send tick and interval for a producer on a queue link.
     pub queue: Option<(Vec<QueueEntry>, Tick, Tick)>,
+    /// Priority of the producer's sends (default: [`Priority::DEFAULT`]).
+    pub queue_priority: Priority,
 }
 
 impl Setup {
     pub fn new(image: MemoryImage, output: OutputBuffer) -> Self {
-        Setup { cfg: core_config(1, 16), mem: memory_config(), image, output, link_capacity: 64, queue: None }
+        Setup {
+            cfg: core_config(1, 16),
+            mem: memory_config(),
+            image,
+            output,
+            link_capacity: 64,
+            queue: None,
+            queue_priority: Priority::DEFAULT,
+        }
     }
 }
 
@@ -169,7 +181,15 @@ impl System {
                     LinkSpec { name: "core.outq".into(), clock: clock(), latency_cycles: 1, capacity: 4 },
                 )
                 .expect("link");
-            let node = Producer { entries, next: 0, start, interval, out: Some(q), sent_at: Vec::new() };
+            let node = Producer {
+                entries,
+                next: 0,
+                start,
+                interval,
+                out: Some(q),
+                sent_at: Vec::new(),
+                priority: setup.queue_priority,
+            };
             engine.install(p, Node::Producer(node)).expect("install");
             queue = Some(q);
             producer = Some(p);
