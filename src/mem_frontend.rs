@@ -89,6 +89,9 @@ impl Component for Node {
             Node::Dram(m) => m.status(),
         }
     }
+    fn takes_every_input(&self) -> bool {
+        matches!(self, Node::Dram(m) if m.takes_every_input())
+    }
 }
 
 /// Why a memory-only run failed.

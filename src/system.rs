@@ -94,6 +94,9 @@ impl Component for Node {
     fn status(&self) -> String {
         each_node!(self, c => c.status())
     }
+    fn takes_every_input(&self) -> bool {
+        each_node!(self, c => c.takes_every_input())
+    }
 }
 
 /// Access-unit parameters plus the depth of its output queue.
@@ -594,8 +597,6 @@ pub fn run(
     // The network sends runs of its granule to each LLC bank (validated: a whole number of lines).
     let noc = sys.caches.noc.clone().unwrap_or_else(default_noc);
     let run_lines = (noc.granule_or(line).bytes() / line.bytes()).max(1);
-    // Caches (and, below, the network and the DRAM) whose every arrival wake polls all their inputs.
-    let mut polling = Vec::new();
     for (name, id, (down_req, down_resp), cfg, banks) in &caches {
         let links = CacheLinks { upstream: wiring.ports(*id), down_req: *down_req, down_resp: *down_resp };
         let mut cache =
@@ -604,18 +605,12 @@ pub fn run(
             // Banks interleave runs of lines: each indexes its sets without the bank digit.
             cache = cache.interleaved(*banks, run_lines);
         }
-        if cache.polls_every_input() {
-            polling.push(*id);
-        }
         e.install(*id, Node::Cache(cache))?;
     }
     if shared_entry != mem {
         let links = CrossbarLinks { upstream: wiring.ports(shared_entry), downstream: &noc_down };
         let x = Crossbar::new("noc", &noc, clock, links, line, e.stats_mut())
             .map_err(|err| build_err("noc", err))?;
-        if x.polls_every_input() {
-            polling.push(shared_entry);
-        }
         e.install(shared_entry, Node::Xbar(x))?;
     }
     let memory = match &sys.memory {
@@ -627,20 +622,12 @@ pub fn run(
             Dram::new("mem", spec, wiring.ports(mem), e.stats_mut()).map_err(|err| build_err("mem", err))?,
         ),
     };
-    if let Node::Dram(d) = &memory
-        && d.polls_every_input()
-    {
-        polling.push(mem);
-    }
     e.install(mem, memory)?;
-    // Both memory models drain every arrived request when woken: one wake per cycle's batch.
+    // Both memory models drain every arrived request when woken: one wake per cycle's batch. (An
+    // access unit, and a cache, crossbar or DRAM that polls its inputs, have all their inputs'
+    // arrivals merged by the engine: `Component::takes_every_input`.)
     for &(req, _) in wiring.ports(mem) {
         e.coalesce_arrivals(req)?;
-    }
-    // An access unit's step, and a cache, crossbar or DRAM that polls its inputs, take everything
-    // that has arrived on all their inputs, whatever woke them: a tick's arrivals need one wake.
-    for id in units.iter().map(|(_, id)| id).chain(&polling) {
-        e.merge_arrivals(*id)?;
     }
 
     let summary = e.run(Some(max_time));

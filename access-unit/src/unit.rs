@@ -1443,6 +1443,11 @@ where
         &self.name
     }
 
+    /// Its step takes every input, whatever woke it.
+    fn takes_every_input(&self) -> bool {
+        true
+    }
+
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
         match why {
             Wake::Timer(CYCLE_TIMER) => self.timer_at = None,

@@ -77,6 +77,9 @@ impl Component for GpuNode {
     fn status(&self) -> String {
         each_node!(self, c => c.status())
     }
+    fn takes_every_input(&self) -> bool {
+        each_node!(self, c => c.takes_every_input())
+    }
 }
 
 /// A GPU ready to simulate: the analytic parameters (SM count, clock, warps), the cycle-level
@@ -269,14 +272,10 @@ pub fn run(
     x.set_memory_side(gpu.dram.mapping().clone());
     e.install(xbar, GpuNode::Xbar(x)).map_err(|x| build("xbar", x))?;
     let d = Dram::new("hbm", &gpu.dram, wiring.ports(dram), e.stats_mut()).map_err(|x| build("hbm", x))?;
-    let polls = d.polls_every_input();
     e.install(dram, GpuNode::Dram(d)).map_err(|x| build("hbm", x))?;
+    // (With few enough ports the engine merges them all: `Component::takes_every_input`.)
     for &(req, _) in wiring.ports(dram) {
         e.coalesce_arrivals(req).map_err(|x| build("hbm", x))?;
-    }
-    if polls {
-        // It takes every port's arrivals at any arrival wake: one wake per tick will do.
-        e.merge_arrivals(dram).map_err(|x| build("hbm", x))?;
     }
 
     let summary = e.run(Some(max_time));

@@ -76,6 +76,13 @@ pub trait Component {
     fn status(&self) -> String {
         String::new()
     }
+    /// Whether every arrival wake takes what has arrived on all of its inputs, whichever link
+    /// the wake names. The engine then merges the arrivals of all its input links into one wake
+    /// per tick ([`Engine::merge_arrivals`]) when it starts running, which spares wakes and
+    /// changes nothing the component does.
+    fn takes_every_input(&self) -> bool {
+        false
+    }
 }
 
 impl<M> Component for Box<dyn Component<Msg = M>> {
@@ -91,6 +98,9 @@ impl<M> Component for Box<dyn Component<Msg = M>> {
     }
     fn status(&self) -> String {
         (**self).status()
+    }
+    fn takes_every_input(&self) -> bool {
+        (**self).takes_every_input()
     }
 }
 
@@ -394,8 +404,9 @@ impl<C: Component> Engine<C> {
     /// messages arriving at the same tick on any of them share one [`Wake::Arrival`], which
     /// names one of those links. The component must therefore take every arrived message of
     /// every input whenever it wakes for an arrival, whichever link the wake names (an access
-    /// unit's step does). Call it after connecting the component's inputs. Fails for an id this
-    /// engine does not have.
+    /// unit's step does). A component that says so ([`Component::takes_every_input`]) gets this
+    /// when the engine starts running; calling it directly is for the others, after connecting
+    /// the component's inputs. Fails for an id this engine does not have.
     pub fn merge_arrivals(&mut self, component: ComponentId) -> Result<(), EngineError> {
         if component.index() >= self.components.len() {
             return Err(EngineError::BadSlot(component.0));
@@ -501,6 +512,9 @@ impl<C: Component> Engine<C> {
             }
             for i in 0..self.components.len() {
                 self.kernel.push(0, Priority(0), ComponentId(i as u32), Wake::Start);
+                if self.components[i].as_ref().is_some_and(Component::takes_every_input) {
+                    self.merge_arrivals(ComponentId(i as u32))?;
+                }
             }
             self.started = true;
         }

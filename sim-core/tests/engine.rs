@@ -184,8 +184,17 @@ fn bad_links_and_missing_components_are_errors() {
 /// Sends `per_tick` messages at each of ticks 0, 1000 and 1001; or drains all its inputs at
 /// every wake and counts its arrival wakes.
 enum Burst {
-    Sender { out: LinkId, per_tick: u64 },
-    Drainer { inps: Vec<LinkId>, wakes: u64, got: Vec<u64> },
+    Sender {
+        out: LinkId,
+        per_tick: u64,
+    },
+    /// `takes_all`: it says it takes every input at any wake (it does).
+    Drainer {
+        inps: Vec<LinkId>,
+        wakes: u64,
+        got: Vec<u64>,
+        takes_all: bool,
+    },
 }
 
 impl Component for Burst {
@@ -204,7 +213,7 @@ impl Component for Burst {
                     ctx.send(*out, ctx.now() * 100 + i).unwrap();
                 }
             }
-            Burst::Drainer { inps, wakes, got } => {
+            Burst::Drainer { inps, wakes, got, .. } => {
                 if matches!(why, Wake::Arrival(_)) {
                     *wakes += 1;
                 }
@@ -216,14 +225,18 @@ impl Component for Burst {
             }
         }
     }
+    fn takes_every_input(&self) -> bool {
+        matches!(self, Burst::Drainer { takes_all: true, .. })
+    }
 }
 
 /// `senders` senders of `per_tick` messages a tick (at ticks 0, 1000 and 1001) into one
-/// drainer, after `wire(engine, links, drainer)`: (arrival wakes, messages in the order taken,
-/// events).
+/// drainer (saying it takes every input at any wake if `takes_all`), after `wire(engine, links,
+/// drainer)`: (arrival wakes, messages in the order taken, events).
 fn burst_run(
     senders: usize,
     per_tick: u64,
+    takes_all: bool,
     wire: impl FnOnce(&mut Engine<Burst>, &[LinkId], ComponentId),
 ) -> (u64, Vec<u64>, u64) {
     let mut e = Engine::new();
@@ -234,7 +247,7 @@ fn burst_run(
     for (&s, &l) in ids.iter().zip(&links) {
         e.install(s, Burst::Sender { out: l, per_tick }).unwrap();
     }
-    e.install(d, Burst::Drainer { inps: links, wakes: 0, got: vec![] }).unwrap();
+    e.install(d, Burst::Drainer { inps: links, wakes: 0, got: vec![], takes_all }).unwrap();
     let summary = e.run(None).unwrap();
     let Some(Burst::Drainer { wakes, got, .. }) = e.component(d) else { panic!("drainer") };
     (*wakes, got.clone(), summary.events)
@@ -242,8 +255,8 @@ fn burst_run(
 
 #[test]
 fn coalescing_links_wake_once_per_arrival_tick_and_lose_nothing() {
-    let (plain_wakes, plain_got, plain_events) = burst_run(1, 5, |_, _, _| {});
-    let (wakes, got, events) = burst_run(1, 5, |e, links, _| e.coalesce_arrivals(links[0]).unwrap());
+    let (plain_wakes, plain_got, plain_events) = burst_run(1, 5, false, |_, _, _| {});
+    let (wakes, got, events) = burst_run(1, 5, false, |e, links, _| e.coalesce_arrivals(links[0]).unwrap());
     assert_eq!(plain_wakes, 15, "one wake per message by default");
     assert_eq!(wakes, 3, "one wake per arrival tick (0, 1000 and 1001 plus the latency)");
     assert_eq!(got, plain_got, "the same messages in the same order");
@@ -254,8 +267,8 @@ fn coalescing_links_wake_once_per_arrival_tick_and_lose_nothing() {
 #[test]
 fn merged_inputs_wake_once_per_arrival_tick_and_lose_nothing() {
     // Three senders of 2 messages a tick into one drainer, whose arrivals merge or not.
-    let (plain_wakes, plain_got, plain_events) = burst_run(3, 2, |_, _, _| {});
-    let (wakes, got, events) = burst_run(3, 2, |e, _, d| e.merge_arrivals(d).unwrap());
+    let (plain_wakes, plain_got, plain_events) = burst_run(3, 2, false, |_, _, _| {});
+    let (wakes, got, events) = burst_run(3, 2, false, |e, _, d| e.merge_arrivals(d).unwrap());
     assert_eq!(plain_wakes, 18, "one wake per message by default");
     assert_eq!(wakes, 3, "one wake per arrival tick, whichever input");
     assert_eq!(got, plain_got, "the same messages in the same order");
@@ -263,6 +276,14 @@ fn merged_inputs_wake_once_per_arrival_tick_and_lose_nothing() {
     assert_eq!(plain_events - events, 15);
     let mut other: Engine<Burst> = Engine::new();
     assert!(matches!(other.merge_arrivals(ComponentId::from_index(0)), Err(EngineError::BadSlot(0))));
+}
+
+#[test]
+fn a_component_that_takes_every_input_has_its_arrivals_merged_by_the_engine() {
+    let merged = burst_run(3, 2, false, |e, _, d| e.merge_arrivals(d).unwrap());
+    let (wakes, got, events) = burst_run(3, 2, true, |_, _, _| {});
+    assert_eq!((wakes, &got, events), (merged.0, &merged.1, merged.2));
+    assert_eq!(wakes, 3, "one wake per arrival tick, with no call to merge_arrivals");
 }
 
 #[test]

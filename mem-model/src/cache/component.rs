@@ -314,13 +314,6 @@ pub struct Cache<M> {
 }
 
 impl<M> Cache<M> {
-    /// Whether every arrival wake takes what has arrived on all its inputs (it has at most
-    /// eight, `SCAN_LINKS`, and polls them), so that an engine may merge their arrivals into one
-    /// wake per tick ([`sim_core::Engine::merge_arrivals`]) without changing what it does.
-    pub fn polls_every_input(&self) -> bool {
-        self.ports.len() <= SCAN_LINKS
-    }
-
     /// A cache named `name` (statistics go under it) in clock domain `clock`, wired to `links`.
     /// The random replacement policy draws from the stream `seeds.seed_for(name)`.
     pub fn new(
@@ -1211,6 +1204,11 @@ where
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// With at most eight inputs (`SCAN_LINKS`) it polls them all at any arrival wake.
+    fn takes_every_input(&self) -> bool {
+        self.ports.len() <= SCAN_LINKS
     }
 
     /// Requests are looked up as if the tick's first wake had found every one that arrives in

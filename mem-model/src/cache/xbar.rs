@@ -50,9 +50,9 @@ use std::marker::PhantomData;
 use thiserror::Error;
 
 /// Input links a crossbar polls when a delivery wakes it, at most. More than a cache's eight:
-/// with its arrivals merged into one wake per tick
-/// ([`Crossbar::polls_every_input`]), a few dozen peeks cost less than the wakes they spare, and
-/// a crossbar's inputs (every private cache, every bank) often deliver in the same cycle.
+/// with its arrivals merged into one wake per tick ([`Component::takes_every_input`]), a few
+/// dozen peeks cost less than the wakes they spare, and a crossbar's inputs (every private
+/// cache, every bank) often deliver in the same cycle.
 pub const POLL_LINKS: usize = 64;
 
 /// Most transactions a crossbar may hold.
@@ -438,13 +438,6 @@ impl<M> Crossbar<M> {
         (h % self.down.len() as u64) as usize
     }
 
-    /// Whether every arrival wake takes what has arrived on all its inputs (it has at most
-    /// [`POLL_LINKS`] and polls them), so that an engine may merge their arrivals into one wake
-    /// per tick ([`sim_core::Engine::merge_arrivals`]) without changing what it does.
-    pub fn polls_every_input(&self) -> bool {
-        self.scan
-    }
-
     /// Traversal latency in cycles between upstream port `up` and downstream port `bank`.
     pub fn latency_cycles(&self, up: usize, bank: usize) -> Option<u64> {
         if up < self.up.len() && bank < self.down.len() {
@@ -726,6 +719,11 @@ where
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// With at most [`POLL_LINKS`] inputs it polls them all at any arrival wake.
+    fn takes_every_input(&self) -> bool {
+        self.scan
     }
 
     /// Arrivals are routed as if the tick's first wake had found them all, whatever the order

@@ -235,6 +235,10 @@ impl Component for Node {
             Node::Mem(m) => m.status(),
         }
     }
+
+    fn takes_every_input(&self) -> bool {
+        matches!(self, Node::Mem(m) if m.takes_every_input())
+    }
 }
 
 /// Builds the benchmark engine for `spec` and `cfg` (the memory is named "mem").

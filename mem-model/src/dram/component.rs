@@ -23,8 +23,8 @@
 //! * Requests arriving in the same tick on different ports are taken port by port, from a
 //!   starting port that moves by one every memory cycle, whatever the order in which the engine
 //!   delivered them: with at most [`POLL_PORTS`] ports an arrival wake polls them all (see
-//!   [`Dram::polls_every_input`]); with more, each delivery notes its port and the tick's ports
-//!   are taken together once its deliveries are over (as the caches do, `cache/ports.rs`).
+//!   [`Component::takes_every_input`]); with more, each delivery notes its port and the tick's
+//!   ports are taken together once its deliveries are over (as the caches do, `cache/ports.rs`).
 //!
 //! Event-driven: the component keeps, per controller, the next cycle it must run (`u64::MAX`
 //! when idle) and one engine timer at the earliest of those and of the earliest data return.
@@ -55,7 +55,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
 
-/// Ports a DRAM polls when an arrival wakes it, at most (see [`Dram::polls_every_input`]).
+/// Ports a DRAM polls when an arrival wakes it, at most (see [`Component::takes_every_input`]).
 pub const POLL_PORTS: usize = 64;
 
 /// Refresh commands a catch-up replays before booking them: the memory it holds stays bounded
@@ -299,16 +299,6 @@ impl<M> Dram<M> {
     /// The specification it was built from.
     pub fn spec(&self) -> &DramSpec {
         &self.spec
-    }
-
-    /// Whether an arrival wake takes what has arrived on every port (it has at most
-    /// [`POLL_PORTS`] and polls them, in a port order that rotates every memory cycle), so that
-    /// an engine may merge its ports' arrivals into one wake per tick
-    /// ([`sim_core::Engine::merge_arrivals`]) without changing what it does. With more ports,
-    /// each arrival wake notes its port, and the tick's ports are taken in the same rotating
-    /// order once the tick's deliveries are over.
-    pub fn polls_every_input(&self) -> bool {
-        self.poll
     }
 
     /// A snapshot of its counters.
@@ -843,6 +833,13 @@ where
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// With at most [`POLL_PORTS`] ports it polls them all at any arrival wake, in a port order
+    /// that rotates every memory cycle. With more, each arrival wake notes its port, and the
+    /// tick's ports are taken in the same rotating order once the tick's deliveries are over.
+    fn takes_every_input(&self) -> bool {
+        self.poll
     }
 
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
