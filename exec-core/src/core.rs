@@ -595,6 +595,12 @@ impl Calendar {
         }
     }
 
+    /// Where cycle `c` of class `k` is kept in the ring.
+    #[inline]
+    fn at(k: usize, c: u64) -> usize {
+        k * HORIZON + (c as usize & (HORIZON - 1))
+    }
+
     /// Takes `n` slots of `class` (the micro-ops of one instruction), each the first free one at
     /// or after `from` (and `floor`, the current cycle), earliest first; returns the cycle of
     /// the last.
@@ -613,7 +619,7 @@ impl Calendar {
             if c >= end {
                 return c;
             }
-            let i = k * HORIZON + (c as usize & (HORIZON - 1));
+            let i = Calendar::at(k, c);
             let w = self.words[i];
             let used = if w >> 8 == c { w & 0xff } else { 0 };
             if used < limit {
@@ -642,7 +648,7 @@ impl Calendar {
     fn compress(&mut self, k: usize, start: u64, to: u64) {
         let mut c = start.max(self.floor);
         while c < to {
-            let i = k * HORIZON + (c as usize & (HORIZON - 1));
+            let i = Calendar::at(k, c);
             let next = c + u64::from(self.skip[i]);
             self.skip[i] = (to - c).min(u64::from(u16::MAX)) as u16;
             c = next;
@@ -2596,7 +2602,7 @@ mod calendar_tests {
                 if c >= floor + HORIZON as u64 {
                     return c;
                 }
-                let i = k * HORIZON + (c as usize & (HORIZON - 1));
+                let i = Calendar::at(k, c);
                 let w = self.words[i];
                 let used = if w >> 8 == c { w & 0xff } else { 0 };
                 if used < limit {
