@@ -8,7 +8,7 @@
 use crate::config::schema::{
     AccessUnitSetting, Attach, ExperimentFile, MemoryModel, SystemKind, SystemSection,
 };
-use crate::config::{ConfigError, Document};
+use crate::config::{ConfigError, Document, dram_error};
 use crate::system::{AccessUnitSpec, AttachPoint, CachePlan, DaeSystem, HandSource, MemoryPlan, RunResult};
 use access_unit::AccessUnitConfig;
 use compiler::{CompiledWorkload, EmbeddingBagInstance, WorkloadSpec};
@@ -262,8 +262,7 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
                     "required for model = \"dram\" (include a preset from configs/memory/)",
                 )
             })?;
-            let spec =
-                DramSpec::from_preset(preset).map_err(|e| doc.error_at(&at("memory.dram"), e.to_string()))?;
+            let spec = DramSpec::from_preset(preset).map_err(|e| dram_error(doc, &at("memory.dram"), &e))?;
             MemoryPlan::Dram(Arc::new(spec))
         }
     };
@@ -816,8 +815,7 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
                 (MemoryModel::Dram, Some(p)) => p.clone(),
                 _ => return Err(need()),
             };
-            let spec =
-                DramSpec::from_preset(preset).map_err(|e| doc.error_at(&at("memory.dram"), e.to_string()))?;
+            let spec = DramSpec::from_preset(preset).map_err(|e| dram_error(doc, &at("memory.dram"), &e))?;
             // The analytic model and the simulation must describe one memory: the simulated
             // bandwidth is reported as a share of gpu.hbm_bandwidth.
             let (analytic, simulated) = (

@@ -11,7 +11,7 @@
 //! validation plots. Reports hold simulated figures only, so a run repeats byte for byte; host
 //! speed is returned separately for stderr.
 
-use crate::config::{ConfigError, Document};
+use crate::config::{ConfigError, Document, dram_error};
 use crate::report::fmt_time;
 use mem_model::dram::{Dram, DramError, DramPreset, DramSpec};
 use mem_model::simple::MemoryBuildError;
@@ -248,7 +248,7 @@ pub fn load_memory(path: &Path) -> Result<MemoryPreset, MemRunError> {
         });
     }
     let preset: DramPreset = doc.deserialize()?;
-    let spec = DramSpec::from_preset(preset).map_err(|e| dram_error(&doc, &e))?;
+    let spec = DramSpec::from_preset(preset).map_err(|e| dram_error(&doc, "", &e))?;
     Ok(MemoryPreset {
         file: path.to_path_buf(),
         name: spec.name().to_owned(),
@@ -257,61 +257,6 @@ pub fn load_memory(path: &Path) -> Result<MemoryPreset, MemRunError> {
         peak_bytes_per_s: spec.peak_bandwidth().bytes_per_second() as f64,
         model: MemoryModel::Dram(Box::new(spec)),
     })
-}
-
-/// Turns a preset validation error into a config error at the key it is about, so that it
-/// names the file and line (the DRAM model knows key paths, not files).
-fn dram_error(doc: &Document, e: &DramError) -> ConfigError {
-    let constraint = |context: &str| {
-        context
-            .strip_prefix("constraint ")
-            .and_then(|i| i.parse::<usize>().ok())
-            .map(|i| format!("constraints[{i}]"))
-    };
-    let key = match e {
-        DramError::UnknownMapping { .. } => Some("controller.mapping".to_owned()),
-        DramError::UnknownPolicy { field, .. } => Some(format!("controller.{field}")),
-        DramError::Zero { what } | DramError::Invalid { what, .. } => Some(what.clone()),
-        DramError::BadConstraint { index, .. } => Some(format!("constraints[{index}]")),
-        DramError::UnknownTiming { context, .. } | DramError::BadExpression { context, .. } => {
-            Some(constraint(context).map_or_else(|| context.clone(), |c| format!("{c}.latency")))
-        }
-        DramError::UnknownLevel { context, .. } => {
-            Some(constraint(context).map_or_else(|| context.clone(), |c| format!("{c}.level")))
-        }
-        DramError::UnknownCommand { context, name, .. } => constraint(context).map(|c| {
-            // Point at the list element that holds the unknown name.
-            for list in ["preceding", "following"] {
-                if let Some(toml::Value::Array(items)) = doc.get(&format!("{c}.{list}"))
-                    && let Some(i) = items.iter().position(|v| v.as_str() == Some(name))
-                {
-                    return format!("{c}.{list}[{i}]");
-                }
-            }
-            c
-        }),
-        DramError::Clock(_) => Some("clock".to_owned()),
-        // Statistics collisions, and variants added after this was written: the file only.
-        #[allow(unreachable_patterns)]
-        _ => None,
-    };
-    let message = e.to_string();
-    match key {
-        Some(key) => {
-            // "controller.read_queue must be above zero" and "constraint 3: unknown command"
-            // read better after the key as "must be above zero" and "unknown command".
-            let context = match e {
-                DramError::UnknownTiming { context, .. }
-                | DramError::BadExpression { context, .. }
-                | DramError::UnknownLevel { context, .. }
-                | DramError::UnknownCommand { context, .. } => context.as_str(),
-                _ => key.as_str(),
-            };
-            let rest = message.strip_prefix(context).map(|r| r.trim_start_matches(':').trim_start());
-            doc.error_at(&key, rest.filter(|r| !r.is_empty()).unwrap_or(&message))
-        }
-        None => doc.error_at("", message),
-    }
 }
 
 /// Where requests come from.

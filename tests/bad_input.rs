@@ -1032,6 +1032,27 @@ fn zero_sized_queue_names_file_line_and_key() {
     assert_eq!(err.trim_end(), want);
 }
 
+/// A preset included by a system (`[memory.dram] include = ...`) is a file of its own: its
+/// errors name that file and line, under the system's key path, not the system's `include`.
+#[test]
+fn a_bad_value_in_a_systems_memory_preset_names_the_preset_file_and_line() {
+    let h100 = configs().join("systems/h100-sxm.toml").display().to_string();
+    // The DAE chip's memory (built for the DAE and CPU systems) and the H100's (its simulation).
+    for (i, anchor) in [(0, "cores = 4\n".to_owned()), (2, format!("include = \"{h100}\"\n"))] {
+        let (dir, cfg) = edited_experiment(
+            &format!("preset-in-system-{i}"),
+            &anchor,
+            &format!("{anchor}memory.dram.include = \"broken.toml\"\n"),
+        );
+        let (_, line) = broken_preset(&dir, "read_queue", "read_queue = 0");
+        let err = config_fails(&cfg);
+        let want = format!(
+            "broken.toml:{line}:1: system[{i}].memory.dram.controller.read_queue: must be above zero (value: 0)"
+        );
+        says(&err, &[&want]);
+    }
+}
+
 #[test]
 fn a_refresh_longer_than_its_interval_is_refused_at_load() {
     // nRFC (560 cycles) blocks the pseudo-channel at every refresh: an interval no longer than
