@@ -178,7 +178,7 @@ pub enum AuBuildError {
     #[error("access unit: {0} must be above zero")]
     Zero(&'static str),
     /// The program needs more of the grid than the unit has.
-    #[error("access unit: the program needs {need} {what}, the unit has {have}")]
+    #[error("access unit: the program needs {need} {what}, the unit has {have} (`access_unit.{what}`)")]
     DoesNotFit {
         /// What is short (layers, lanes).
         what: &'static str,

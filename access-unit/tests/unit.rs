@@ -489,10 +489,16 @@ fn a_unit_too_small_for_the_program_is_refused() {
     )
     .err()
     .unwrap();
-    assert_eq!(err.to_string(), "access unit: the program needs 8 lanes, the unit has 4");
+    assert_eq!(
+        err.to_string(),
+        "access unit: the program needs 8 lanes, the unit has 4 (`access_unit.lanes`)"
+    );
     let cfg = AccessUnitConfig { layers: 1, ..tmu() };
     let err = AccessUnit::<Msg>::new("au2", cfg, bag_program(1), img, ports, e.stats_mut()).err().unwrap();
-    assert_eq!(err.to_string(), "access unit: the program needs 2 layers, the unit has 1");
+    assert_eq!(
+        err.to_string(),
+        "access unit: the program needs 2 layers, the unit has 1 (`access_unit.layers`)"
+    );
 }
 
 #[test]
