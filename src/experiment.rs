@@ -1047,7 +1047,7 @@ impl Experiment {
             return Err(doc.error_at("report.baseline", format!("no system is named \"{b}\"")));
         }
         let mut warnings = untiled_rows(&systems, &file.workload);
-        warnings.extend(unused_timings(&systems));
+        warnings.extend(timing_warnings(&systems));
         let out_dir = overrides.out.clone().unwrap_or_else(|| match &file.experiment.output {
             Some(o) => PathBuf::from(o),
             None => PathBuf::from("out").join(&file.experiment.name),
@@ -1139,9 +1139,9 @@ pub struct Measured {
     pub warnings: Vec<String>,
 }
 
-/// A warning per DRAM timing that no constraint or latency of a system's memory uses: a
-/// misspelt name would change nothing.
-fn unused_timings(systems: &[(String, SystemPlan)]) -> Vec<String> {
+/// A warning per DRAM timing of a system's memory that no constraint or latency uses (a
+/// misspelt name would change nothing) or that is used and 0 cycles (likely a typo).
+fn timing_warnings(systems: &[(String, SystemPlan)]) -> Vec<String> {
     let mut out = Vec::new();
     for (name, plan) in systems {
         let spec = match plan {
@@ -1152,7 +1152,7 @@ fn unused_timings(systems: &[(String, SystemPlan)]) -> Vec<String> {
             SystemPlan::Gpu(g) => g.sim.as_ref().map(|sim| sim.dram.as_ref()),
         };
         if let Some(spec) = spec {
-            out.extend(spec.unused_timing_warnings().map(|w| format!("system `{name}`: memory {w}")));
+            out.extend(spec.timing_warnings().map(|w| format!("system `{name}`: memory {w}")));
         }
     }
     out

@@ -558,7 +558,7 @@ fn mem(args: &MemArgs) -> Result<()> {
     let path = mem_frontend::resolve_memory(&args.memory)?;
     let preset = mem_frontend::load_memory(&path)?;
     if let mem_frontend::MemoryModel::Dram(spec) = &preset.model {
-        for w in spec.unused_timing_warnings() {
+        for w in spec.timing_warnings() {
             dae_sim::note!("warning: {}: {w}", path.display());
         }
     }

@@ -342,3 +342,25 @@ fn row_buffer_outcomes_count_row_accesses() {
     let outcomes = [d["row_hits"].as_u64(), d["row_misses"].as_u64(), d["row_conflicts"].as_u64()];
     assert_eq!(outcomes, [Some(0), Some(16), Some(0)], "{d}");
 }
+
+#[test]
+fn a_used_timing_of_zero_cycles_and_an_unused_one_are_warned_of() {
+    let dir = temp_dir("zero-timing");
+    let (memory, _) = broken_preset(&dir, "nRP", "nRP = 0\nnRPX = 14");
+    let m = memory.to_str().unwrap();
+    let o = dae_sim(&[
+        "mem",
+        "--memory",
+        m,
+        "--pattern",
+        "random",
+        "--requests",
+        "100",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("warning: {m}: timing.nRP is 0 cycles")), "{err}");
+    assert!(err.contains(&format!("warning: {m}: timing.nRPX is used by no constraint")), "{err}");
+}

@@ -116,6 +116,23 @@ fn timings_that_nothing_uses_are_listed_for_a_warning() {
 }
 
 #[test]
+fn used_timings_of_zero_cycles_are_listed_for_a_warning() {
+    for name in PRESETS {
+        assert_eq!(spec(name).zero_timings().count(), 0, "{name}");
+        assert_eq!(spec(name).timing_warnings().count(), 0, "{name}");
+    }
+    let mut p = preset("hbm3-6400");
+    p.timing.insert("nRP".into(), 0);
+    // An unused timing of 0 is reported as unused only.
+    p.timing.insert("nRCDR".into(), 0);
+    let s = DramSpec::from_preset(p).unwrap();
+    assert_eq!(s.zero_timings().collect::<Vec<_>>(), ["nRP"]);
+    let warnings: Vec<String> = s.timing_warnings().collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[1].starts_with("timing.nRP is 0 cycles"), "{warnings:?}");
+}
+
+#[test]
 fn unknown_timing_in_a_constraint_is_named() {
     let e = err(|p| p.constraints[5].latency = "nCWL + nBL + nWTRX".into());
     assert!(e.starts_with("constraint 5: unknown timing \"nWTRX\" in \"nCWL + nBL + nWTRX\""), "{e}");

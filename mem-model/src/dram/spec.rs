@@ -615,11 +615,22 @@ impl DramSpec {
         &self.unused
     }
 
-    /// A warning per [`DramSpec::unused_timings`] entry, naming its key.
-    pub fn unused_timing_warnings(&self) -> impl Iterator<Item = String> + '_ {
-        self.unused.iter().map(|t| {
+    /// The timings that are used and 0 cycles: legal (a constraint of 0 holds nothing back, as
+    /// in Ramulator), but no DRAM command takes no time, so front ends warn of a likely typo.
+    pub fn zero_timings(&self) -> impl Iterator<Item = &str> + '_ {
+        self.timings.iter().filter(|&(n, &v)| v == 0 && !self.unused.contains(n)).map(|(n, _)| n.as_str())
+    }
+
+    /// A warning per [`DramSpec::unused_timings`] and [`DramSpec::zero_timings`] entry, naming
+    /// its key.
+    pub fn timing_warnings(&self) -> impl Iterator<Item = String> + '_ {
+        let unused = self.unused.iter().map(|t| {
             format!("timing.{t} is used by no constraint or latency (a misspelt name changes nothing)")
-        })
+        });
+        let zero = self.zero_timings().map(|t| {
+            format!("timing.{t} is 0 cycles: the constraints and latencies built on it hold nothing back")
+        });
+        unused.chain(zero)
     }
 
     /// A named timing, in cycles.
