@@ -823,12 +823,15 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
                 spec.peak_bandwidth().bytes_per_second() as f64,
             );
             if (analytic - simulated).abs() > 0.02 * simulated {
+                // Either side may be the one edited: name the memory preset's file too.
+                let memory = doc.place(&at("memory.dram.name")).file;
                 return Err(doc.error_at(
                     &at("gpu.hbm_bandwidth"),
                     format!(
-                        "{} differs from the peak of the memory the simulation runs on ({}, memory.dram)",
+                        "{} differs from the peak of the memory the simulation runs on ({}, memory.dram in {})",
                         cfg.hbm_bandwidth,
-                        spec.peak_bandwidth()
+                        spec.peak_bandwidth(),
+                        memory.display()
                     ),
                 ));
             }

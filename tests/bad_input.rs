@@ -294,6 +294,9 @@ fn gpu_values_that_would_panic_or_exhaust_the_host_are_named_at_load() {
                 "system[2].gpu.hbm_bandwidth",
                 "differs from the peak of the memory",
             ),
+            // Either side may be the one edited: the message names the memory preset's file too.
+            ("gpu.hbm_bandwidth = \"0.5TB/s\"", "system[2].gpu.hbm_bandwidth", "memory.dram in "),
+            ("gpu.hbm_bandwidth = \"0.5TB/s\"", "system[2].gpu.hbm_bandwidth", "/memory/hbm3-h100.toml)"),
         ],
     );
 }
