@@ -6,8 +6,11 @@
 //! ([`breakdown`]), `.npy` index traces ([`npy_read`]), data files read as text,
 //! gzip-compressed or not ([`data_file`]), Criteo click logs ([`criteo`]), Meta's locality
 //! statistics and the Zipf fit to them ([`locality`]) and the `trace gen` / `trace info` /
-//! `trace criteo` / `trace locality` / `trace fit` commands ([`trace_cmd`]). The hardware models
-//! live in the workspace crates below it.
+//! `trace criteo` / `trace locality` / `trace fit` commands ([`trace_cmd`]); workloads of many
+//! batches ([`stream`]), dense layers as a roofline ([`dense`]), a workload as the GPU's gather
+//! kernel ([`gpu_kernel`]), the memory-only front end ([`mem_frontend`]), design-space sweeps
+//! ([`sweep`]) with their memory curves ([`sweep_memory`]), and the plots ([`plot`]). The
+//! hardware models live in the workspace crates below it.
 #![warn(missing_docs)]
 
 /// `eprintln!` that ignores a failed write: progress lines and notes on standard error must

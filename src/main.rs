@@ -72,7 +72,8 @@ enum Command {
     },
     /// Redraw the plots from saved results (SVG and PNG), without re-running anything.
     ///
-    /// A sweep's directory or sweep-results.json gives sweep and breakdown; an experiment's
+    /// A sweep's directory or sweep-results.json gives sweep, breakdown and (with its memory
+    /// curves) bandwidth-latency; an experiment's
     /// results.json (or its directory) gives speedup (with a baseline), breakdown and latency;
     /// the latency-curve.json of `dae-sim mem --latency-curve` (or its directory) gives
     /// latency-curve.

@@ -1,9 +1,13 @@
 //! Assembling a DAE (or plain-CPU) system from its parameters and running a compiled workload.
 //!
-//! The chip is `cores` cores, each with an access unit unless the system has none, all sharing
-//! one memory. Every core and unit has its own request/response link pair to the memory; each
-//! unit feeds its core through an output-queue link whose capacity is the queue's depth. After
-//! the run the cores' output buffers are compared with the reference result, element by element.
+//! The chip is `cores` cores, each with its private caches (L1D, L2) and an access unit unless
+//! the system has none, all sharing a banked LLC behind a network, and the memory behind that.
+//! Every core, private cache and unit has its own request/response link pair to the level it
+//! sends to (a unit: the LLC, or its core's L2 with `attach = "l2"`); each unit feeds its core
+//! through an output-queue link of `access_unit.outq_entries` messages, while the queue's own
+//! depth is its chunks (`outq_chunk_entries` x `outq_chunks`, held in the core's private L2).
+//! After the run the cores' output buffers are compared with the reference result, element by
+//! element.
 
 use access_unit::{AccessUnit, AccessUnitConfig, AuPorts, OutqEntry};
 use compiler::{CompiledWorkload, Contents, WorkloadSpec};
@@ -104,7 +108,8 @@ impl Component for Node {
 pub struct AccessUnitSpec {
     /// The unit.
     pub unit: AccessUnitConfig,
-    /// Output-queue capacity in entries.
+    /// Capacity of the link from the unit to its core, in output-queue entries (the queue's
+    /// own depth is the unit's `outq_chunk_entries` x `outq_chunks`).
     pub outq_entries: u32,
 }
 

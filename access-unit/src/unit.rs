@@ -40,7 +40,8 @@
 //! through the `outq` link, and only then does its buffer free. The unit holds at most
 //! `outq_chunks` chunks (the one it fills plus complete ones waiting for their writes or for room
 //! in the link); with none free it stalls. The link is the core's view of the queue: its
-//! capacity is set by the system builder (see [`AccessUnitConfig::outq_link_entries`]).
+//! capacity is the system's `access_unit.outq_entries`, set by the system builder (the shipped
+//! DAE preset gives it one chunk, the one the core is reading).
 //!
 //! Host cost: a wake repeats spawn, issue, publish and emit passes until none moves. Spawning
 //! and emitting are skipped while nothing they read has changed (dirty flags), arbitration scans
@@ -122,13 +123,6 @@ impl AccessUnitConfig {
     /// Stream storage of one lane (`storage / lanes`).
     pub fn storage_per_lane(&self) -> u64 {
         self.storage.bytes() / self.lanes.max(1) as u64
-    }
-
-    /// Capacity the `outq` link should have: one chunk, the one the core is reading, so the
-    /// queue holds that chunk plus the unit's `outq_chunks` (a larger link lets the unit run
-    /// further ahead of the core).
-    pub fn outq_link_entries(&self) -> u32 {
-        self.outq_chunk_entries
     }
 }
 

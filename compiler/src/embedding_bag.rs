@@ -3,10 +3,15 @@
 //! The instance is the table-major CSR that Meta's released embedding traces use: bags of all
 //! tables in one sequence (bag `g` belongs to table `g / batch`), `offsets` of length
 //! `tables * batch + 1` into one `indices` array of row ids. The reference computes what
-//! PyTorch's `nn.EmbeddingBag(mode="sum")` computes for each table: `out[g, k] = sum over j in
-//! offsets[g]..offsets[g+1] of table[indices[j], k]`. Table values are procedural
-//! (`sim_core::procedural::table_value`) and exact in f32, so the sum does not depend on the
-//! order of accumulation and simulated outputs must equal the reference bit for bit.
+//! PyTorch's `nn.EmbeddingBag` computes for each table, `mode="sum"` being
+//! `out[g, k] = sum over j in offsets[g]..offsets[g+1] of table[indices[j], k]`, and likewise
+//! mean, max and weighted bags and the other families' operations (knowledge-graph scores,
+//! attention gathers, message passing). Table values are procedural
+//! (`sim_core::procedural::table_value`). Where sums are exact in f32 (plain sums of table values)
+//! or follow one order (the reference folds lookups in the compiled order, with the same
+//! roundings), simulated outputs must equal the reference bit for bit; sums of products whose
+//! order vectorization changes (DistMult, ComplEx, TT) are held to a rounding bound instead
+//! (README, "The compiler").
 
 use crate::indices::IndexGenerator;
 use crate::workload::{IndexDistribution, KgModel, Pooling, WorkloadSpec};

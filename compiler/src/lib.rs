@@ -17,7 +17,8 @@
 //! DLC); [`target`] maps DLC onto the access unit and the core's dispatch loop, or the loop
 //! level onto a core that runs alone, in the text forms of the two ISAs. The IR levels and
 //! passes follow the Ember paper and its public compiler (REFERENCE.md section 1). The compiler
-//! knows nothing of timing.
+//! does not model timing: the one place it weighs latencies is the table-to-core mapping's cost
+//! estimate ([`mapping`]), which uses them for proportions between tables.
 #![warn(missing_docs)]
 
 pub mod codegen;

@@ -15,7 +15,8 @@
 //! moves its row rounded up to whole 32 B sectors; lookups whose row is already in L2 (estimated
 //! from the reuse in the indices, scaled down when the distinct rows outgrow the L2) cost no
 //! DRAM traffic; DRAM time is that traffic over peak bandwidth times an efficiency for random
-//! rows of that size (REFERENCE.md section 3's placeholders), plus launch and tail; the loaded
+//! rows of that size (the preset's `efficiency_*`: measured on an H100, `docs/h100-measured.md`;
+//! they replaced REFERENCE.md section 3's placeholders), plus launch and tail; the loaded
 //! latency follows Little's law. Reports show it beside the simulation and warn when the two
 //! differ by more than 25%. [`power`] turns either's activity into energy.
 #![warn(missing_docs)]

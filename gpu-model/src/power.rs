@@ -1,6 +1,7 @@
 //! GPU power: static power plus activity-based dynamic power, bounded by the TDP.
 //!
-//! For one gather kernel of time `t` (the analytic estimate's, launch overhead included):
+//! For one gather kernel of time `t` (launch overhead included) and its activity, simulated
+//! ([`crate::sim::SimRun::activity`], the cycle-level runs) or estimated ([`crate::estimate`]):
 //!
 //! ```text
 //! E_dyn = dram_read_bits x read_pj_per_bit + dram_written_bits x write_pj_per_bit
@@ -12,7 +13,7 @@
 //! HBM background and PHYs, voltage regulators), so the DRAM's background figure is not added
 //! again. `onchip_pj_per_sector` is everything a 32 B sector costs between L2 and the registers
 //! (L2 read, crossbar, L1, load/store unit, register file, the warp instructions that issue and
-//! accumulate it). The traffic figures come from [`crate::estimate`].
+//! accumulate it). Both sources give the traffic figures in a [`GpuEstimate`].
 
 use crate::GpuEstimate;
 use mem_model::dram::{DramActivity, DramEnergy};
@@ -89,7 +90,8 @@ impl GpuPower {
         })
     }
 
-    /// The energy and average power of the kernel estimated as `e` (see the module docs).
+    /// The energy and average power of the kernel whose time and activity are `e`, simulated or
+    /// estimated (see the module docs).
     pub fn energy(&self, e: &GpuEstimate) -> GpuEnergy {
         let t = e.time as f64 / PS_PER_SECOND as f64;
         let dram = DramActivity {

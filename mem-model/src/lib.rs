@@ -3,13 +3,18 @@
 //! Requests carry an id, address, size, direction, the requester's port and the tick they were
 //! issued; responses come back over links and latency is measured at the requester, end to end.
 //! This crate holds the functional memory image (the values that indices, offsets and tables
-//! really have; large read-only tables are procedural, see `sim_core::procedural`) and, for now,
-//! one timing model: [`SimpleMemory`], a single server with a fixed access latency and a
-//! bandwidth limit (service time = bytes / bandwidth, first come first served). Its two
-//! parameters come from the system preset; for an H100-class HBM3 system they are the 3.35 TB/s
-//! peak and a loaded latency in the 365-630 ns range measured on H100s (REFERENCE.md section 3).
-//! Caches and the bank-level HBM model replace it in later work without changing the request
-//! interface.
+//! really have; large read-only tables are procedural, see `sim_core::procedural`) and the
+//! timing models, all engine components behind the same request interface:
+//!
+//! - [`cache`]: set-associative, sectored, write-back caches with MSHRs, and the crossbar or mesh
+//!   between private caches, shared-cache banks and memory controllers;
+//! - [`dram`]: the bank-level DRAM/HBM model after Ramulator 2 (timing constraints as data,
+//!   per-pseudo-channel FR-FCFS controllers, refresh, address mappings), with presets under
+//!   `configs/memory/` whose values cite their sources (REFERENCE.md section 3);
+//! - [`SimpleMemory`]: a single server with a fixed access latency and a bandwidth limit
+//!   (service time = bytes / bandwidth, first come first served), for `model = "simple"` and
+//!   for tests that want a memory without DRAM timing;
+//! - [`trace`]: the memory-only front end's trace readers, generators and driver.
 #![warn(missing_docs)]
 
 pub mod cache;

@@ -15,7 +15,10 @@
 //! the receiver frees a slot. Latency is constant, so messages arrive in the order they were
 //! sent; a message sent ahead of time ([`crate::Ctx::send_at`]) arrives the latency after the
 //! tick it names, and one sent after it never arrives before it. The link's latency is also the
-//! lookahead a parallel engine would use (as in DAM and SST).
+//! lookahead a parallel engine would use for messages (as in DAM and SST); back-pressure is not
+//! delayed yet: the [`crate::Wake::Space`] reaches the sender in the tick the receiver frees the
+//! slot, so a parallel engine would first have to give it a latency across partitions (a model
+//! change, `docs/performance.md`).
 
 use crate::engine::ComponentId;
 use crate::time::{Clock, Tick};

@@ -5,7 +5,9 @@
 //! `include = "relative/path.toml"`. The named file (relative to the file holding the `include`)
 //! is loaded recursively and forms the base; the including table's own keys are laid over it.
 //! Tables merge key by key, while scalars and arrays replace whatever the base had (a scalar may
-//! replace a table and vice versa). Alongside the merged [`toml::Table`], a [`Document`] keeps
+//! replace a table and vice versa); a table that names another `kind` than the one it lands on,
+//! or has an `include` of its own, replaces it too (the old keys would mean nothing to the new
+//! one: see `overlay`). Alongside the merged [`toml::Table`], a [`Document`] keeps
 //! the file, line and column of every key and array element, so that errors found while
 //! deserializing, or by later semantic validation, can point at the exact line a user has to
 //! edit — even when that line lives in an included file.
