@@ -824,7 +824,7 @@ pub fn gpu_system(doc: &Document, i: usize, s: &SystemSection) -> Result<GpuPlan
             );
             if (analytic - simulated).abs() > 0.02 * simulated {
                 // Either side may be the one edited: name the memory preset's file too.
-                let memory = doc.place(&at("memory.dram.name")).file;
+                let memory = doc.place(&at("memory.dram.name")).shown_file();
                 return Err(doc.error_at(
                     &at("gpu.hbm_bandwidth"),
                     format!(

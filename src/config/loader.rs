@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize as _;
 use toml::Value;
@@ -48,9 +48,30 @@ impl Location {
     }
 }
 
+impl Location {
+    /// The file as messages show it: joined include paths folded (`systems/../memory/x.toml`
+    /// reads `memory/x.toml`). Lexical only, so for display; the file itself is read by the
+    /// path as joined.
+    pub fn shown_file(&self) -> PathBuf {
+        let mut out = PathBuf::new();
+        for part in self.file.components() {
+            match part {
+                Component::CurDir => {}
+                Component::ParentDir
+                    if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+                {
+                    out.pop();
+                }
+                _ => out.push(part),
+            }
+        }
+        if out.as_os_str().is_empty() { self.file.clone() } else { out }
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+        write!(f, "{}:{}:{}", self.shown_file().display(), self.line, self.column)
     }
 }
 
@@ -895,6 +916,20 @@ mod tests {
         let core = document.locate("system[0].core").expect("located");
         assert!(core.file.ends_with("system.toml"));
         assert_eq!((core.line, core.column), (2, 2));
+        // Messages fold the joined `configs/../common/`.
+        assert!(core.file.to_string_lossy().contains("configs/../common/system.toml"));
+        assert!(core.to_string().ends_with("/common/system.toml:2:2"), "{core}");
+        assert!(!core.to_string().contains(".."), "{core}");
+    }
+
+    #[test]
+    fn shown_files_fold_parent_steps_lexically() {
+        let shown = |p: &str| Location { file: PathBuf::from(p), line: 1, column: 1 }.shown_file();
+        assert_eq!(shown("systems/../memory/x.toml"), PathBuf::from("memory/x.toml"));
+        assert_eq!(shown("./a/./b.toml"), PathBuf::from("a/b.toml"));
+        assert_eq!(shown("../a/b/../../c.toml"), PathBuf::from("../c.toml"));
+        assert_eq!(shown("/r/configs/../m.toml"), PathBuf::from("/r/m.toml"));
+        assert_eq!(shown("x.toml"), PathBuf::from("x.toml"));
     }
 
     #[test]
