@@ -5,6 +5,7 @@
 //! going when one pair fails (a fault, a deadlock): that pair's row carries the error and the
 //! others' results are kept.
 
+use crate::config::loader::tidy;
 use crate::config::schema::{
     AccessUnitSetting, Attach, ExperimentFile, MemoryModel, SystemKind, SystemSection,
 };
@@ -755,22 +756,6 @@ pub fn mean_bag(inst: &EmbeddingBagInstance) -> u32 {
 fn relative_to(doc: &Document, key: &str, file: &str) -> PathBuf {
     let dir = doc.locate(key).and_then(|l| l.file.parent()).unwrap_or(Path::new(""));
     tidy(&dir.join(file))
-}
-
-/// `path` without `.` components and with `dir/..` pairs folded (lexically), for messages.
-fn tidy(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// GPU system `i`: its analytic parameters and, with `[gpu_sim]`, its cycle-level model on the

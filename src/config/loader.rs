@@ -46,27 +46,29 @@ impl Location {
     fn command_line() -> Self {
         Location { file: PathBuf::from(COMMAND_LINE), line: 0, column: 0 }
     }
-}
 
-impl Location {
     /// The file as messages show it: joined include paths folded (`systems/../memory/x.toml`
-    /// reads `memory/x.toml`). Lexical only, so for display; the file itself is read by the
+    /// reads `memory/x.toml`, see [`tidy`]). For display only; the file itself is read by the
     /// path as joined.
     pub fn shown_file(&self) -> PathBuf {
-        let mut out = PathBuf::new();
-        for part in self.file.components() {
-            match part {
-                Component::CurDir => {}
-                Component::ParentDir
-                    if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-                {
-                    out.pop();
-                }
-                _ => out.push(part),
-            }
-        }
+        let out = tidy(&self.file);
         if out.as_os_str().is_empty() { self.file.clone() } else { out }
     }
+}
+
+/// `path` without `.` components and with `dir/..` pairs folded (lexically), for messages.
+pub fn tidy(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl fmt::Display for Location {
