@@ -39,8 +39,16 @@ pub fn configs() -> PathBuf {
 /// A small experiment: the DAE preset at 4 cores, the same without access units, an H100, and
 /// the small embedding bag; `extra` is appended (to override or break things).
 pub fn small_experiment(dir: &Path, extra: &str) -> PathBuf {
-    let c = configs();
-    let text = format!(
+    let path = dir.join("experiment.toml");
+    let text = small_experiment_text(&configs(), "workloads/emb-small.toml", "", extra);
+    std::fs::write(&path, text).expect("write experiment");
+    path
+}
+
+/// The text of [`small_experiment`] with its presets under `root` (a `configs/` folder), on
+/// `workload` (a path under it) followed by `workload_extra` lines, and `extra` appended.
+pub fn small_experiment_text(root: &Path, workload: &str, workload_extra: &str, extra: &str) -> String {
+    format!(
         r#"[experiment]
 name = "small"
 seed = 42
@@ -62,17 +70,14 @@ include = "{h100}"
 
 [[workload]]
 include = "{wl}"
-
+{workload_extra}
 [report]
 baseline = "h100"
 {extra}"#,
-        dae = c.join("systems/dae-hbm3.toml").display(),
-        h100 = c.join("systems/h100-sxm.toml").display(),
-        wl = c.join("workloads/emb-small.toml").display(),
-    );
-    let path = dir.join("experiment.toml");
-    std::fs::write(&path, text).expect("write experiment");
-    path
+        dae = root.join("systems/dae-hbm3.toml").display(),
+        h100 = root.join("systems/h100-sxm.toml").display(),
+        wl = root.join(workload).display(),
+    )
 }
 
 /// Runs the `dae-sim` binary with `args`.

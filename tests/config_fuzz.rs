@@ -20,7 +20,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{TestDir, configs, temp_dir};
+use common::{TestDir, configs, small_experiment_text, temp_dir};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -191,7 +191,8 @@ impl Workspace {
         let out = self.dir.join("out");
         let args: Vec<String> = match case.mode {
             Mode::Experiment(workload) => {
-                std::fs::write(cfgs.join("fuzz.toml"), experiment(workload)).expect("write the experiment");
+                std::fs::write(cfgs.join("fuzz.toml"), experiment(&cfgs, workload))
+                    .expect("write the experiment");
                 vec!["--config", "fuzz.toml", "--quiet", "--threads", "1", "--out"]
                     .into_iter()
                     .map(str::to_owned)
@@ -213,19 +214,12 @@ impl Workspace {
     }
 }
 
-/// The small experiment on `workload`.
-fn experiment(workload: &str) -> String {
+/// The small experiment ([`small_experiment_text`]) on the presets under `root`, on `workload`.
+fn experiment(root: &Path, workload: &str) -> String {
     // A workload read from a trace file takes its batch from the file.
     let text = std::fs::read_to_string(configs().join(workload)).unwrap_or_default();
     let batch = if text.contains("[trace]") { "" } else { "batch = 8\n" };
-    format!(
-        "[experiment]\nname = \"fuzz\"\nseed = 42\n\n\
-         [[system]]\nname = \"dae\"\ninclude = \"systems/dae-hbm3.toml\"\ncores = 4\n\n\
-         [[system]]\nname = \"cpu\"\ninclude = \"systems/dae-hbm3.toml\"\ncores = 4\naccess_unit = \"none\"\n\n\
-         [[system]]\nname = \"h100\"\ninclude = \"systems/h100-sxm.toml\"\n\n\
-         [[workload]]\ninclude = \"{workload}\"\n{batch}\n\
-         [report]\nbaseline = \"h100\"\n"
-    )
+    small_experiment_text(root, workload, batch, "")
 }
 
 /// Runs `dae-sim ARGS` in `dir`, killing it after [`TIMEOUT`].
