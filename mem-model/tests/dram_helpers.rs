@@ -2,7 +2,7 @@
 //! (Included by the `dram_*` tests with `#[path]`; as its own test target it holds no tests.)
 #![allow(dead_code)]
 
-use mem_model::dram::{Dram, DramCounters, DramFault, DramPreset, DramSpec, IssuedCommand};
+use mem_model::dram::{Dram, DramAddr, DramCounters, DramFault, DramPreset, DramSpec, IssuedCommand};
 use mem_model::{MemRequest, MemResponse};
 use sim_core::{Component, Ctx, Engine, LinkId, LinkSpec, Priority, Tick, Wake};
 
@@ -140,10 +140,23 @@ pub fn run_plan(spec: &DramSpec, plan: Vec<MemRequest>, capacity: u32, log: bool
 /// [`run_plan`], then [`Dram::finish`] at `end` (when given) before reading the results.
 pub fn run_plan_to(
     spec: &DramSpec,
+    plan: Vec<MemRequest>,
+    capacity: u32,
+    log: bool,
+    end: Option<Tick>,
+) -> Outcome {
+    run_plan_as(spec, plan, capacity, log, end, false)
+}
+
+/// [`run_plan_to`], and if `every_cycle`, every busy controller run at
+/// every memory cycle ([`Dram::set_run_every_cycle`]).
+pub fn run_plan_as(
+    spec: &DramSpec,
     mut plan: Vec<MemRequest>,
     capacity: u32,
     log: bool,
     end: Option<Tick>,
+    every_cycle: bool,
 ) -> Outcome {
     plan.sort_by_key(|r| r.issued);
     let mut e: Engine<Node> = Engine::new();
@@ -153,6 +166,7 @@ pub fn run_plan_to(
     let resp = e.connect(mem, cpu, link("resp")).unwrap();
     let mut dram = Dram::new("mem", spec, &[(req, resp)], e.stats_mut()).unwrap();
     dram.set_command_log(log);
+    dram.set_run_every_cycle(every_cycle);
     e.install(cpu, Node::Script(Script { req, resp, plan, next: 0, held: None, answers: Vec::new() }))
         .unwrap();
     e.install(mem, Node::Mem(Box::new(dram))).unwrap();
@@ -202,4 +216,77 @@ pub fn run_two_ports(
         Some(Node::Script(s)) => s.answers.clone(),
         _ => unreachable!(),
     })
+}
+
+/// A small deterministic generator (the traces must not depend on proptest internals).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// `n` requests over `rows` rows of every bank of the first two pseudo-channels, `gap_ps` apart
+/// at most, `write_pct` % writes, sizes 32 B to 256 B.
+pub fn trace(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap_ps: u64) -> Vec<MemRequest> {
+    let o = s.organization();
+    let mut r = Lcg(seed);
+    let mut t = 0;
+    (0..n as u64)
+        .map(|id| {
+            t += r.next(gap_ps + 1);
+            let pcs = o.controllers().min(2);
+            let c = r.next(u64::from(pcs)) as u32;
+            let a = DramAddr {
+                channel: c / o.pseudo_channels,
+                pseudo_channel: c % o.pseudo_channels,
+                rank: r.next(u64::from(o.ranks)) as u32,
+                bank_group: r.next(u64::from(o.bank_groups)) as u32,
+                bank: r.next(u64::from(o.banks)) as u32,
+                row: r.next(u64::from(rows.min(o.rows))) as u32,
+                column: r.next(u64::from(o.columns)) as u32,
+            };
+            let addr = s.mapping().encode(&a).expect("in range");
+            let bytes = [32, 64, 128, 256][r.next(4) as usize];
+            let addr = addr.min(s.capacity_bytes() - bytes as u64);
+            if r.next(100) < write_pct {
+                MemRequest::write(id, addr, bytes, t)
+            } else {
+                MemRequest::read(id, addr, bytes, t)
+            }
+        })
+        .collect()
+}
+
+/// Random arguments of [`trace`] over [`variant`]: (variant, seed, requests, rows, write %,
+/// largest gap in ps).
+pub fn trace_args() -> impl proptest::strategy::Strategy<Value = (u32, u64, usize, u32, u64, u64)> {
+    (0u32..8, proptest::prelude::any::<u64>(), 20usize..300, 1u32..64, 0u64..70, 0u64..30_000)
+}
+
+/// Eight preset and policy variants, `which` in 0..8: HBM3-6400, DDR5, HBM2, per-bank refresh,
+/// closed page with plain FR-FCFS, tiny queues with XOR bank hashing, HBM3e with channel hashing,
+/// HBM2e.
+pub fn variant(which: u32) -> DramSpec {
+    match which {
+        0 => spec("hbm3-6400"),
+        1 => spec("ddr5-4800"),
+        2 => spec("hbm2"),
+        3 => spec_with("hbm3-6400", |p| p.controller.refresh = "per_bank".into()),
+        4 => spec_with("hbm3-6400", |p| {
+            p.controller.page_policy = "closed".into();
+            p.controller.scheduler = "frfcfs".into();
+        }),
+        5 => spec_with("hbm3-6400", |p| {
+            p.controller.read_queue = 4;
+            p.controller.write_queue = 4;
+            p.controller.write_high_watermark = 3;
+            p.controller.write_low_watermark = 1;
+            p.controller.xor_bank = true;
+        }),
+        6 => spec_with("hbm3e-h200", |p| p.controller.channel_hash = true),
+        _ => spec("hbm2e"),
+    }
 }

@@ -5,52 +5,10 @@
 #[path = "dram_helpers.rs"]
 mod helpers;
 
-use helpers::{PRESETS, run_plan, spec, spec_with};
+use helpers::{PRESETS, run_plan, spec, trace, trace_args, variant};
 use mem_model::MemRequest;
 use mem_model::dram::{DramAddr, DramSpec, check_log};
 use proptest::prelude::*;
-
-/// A small deterministic generator (the traces must not depend on proptest internals).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n.max(1)
-    }
-}
-
-/// `n` requests over `rows` rows of every bank of the first two pseudo-channels, `gap_ps` apart
-/// at most, `write_pct` % writes, sizes 32 B to 256 B.
-fn trace(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap_ps: u64) -> Vec<MemRequest> {
-    let o = s.organization();
-    let mut r = Lcg(seed);
-    let mut t = 0;
-    (0..n as u64)
-        .map(|id| {
-            t += r.next(gap_ps + 1);
-            let pcs = o.controllers().min(2);
-            let c = r.next(u64::from(pcs)) as u32;
-            let a = DramAddr {
-                channel: c / o.pseudo_channels,
-                pseudo_channel: c % o.pseudo_channels,
-                rank: r.next(u64::from(o.ranks)) as u32,
-                bank_group: r.next(u64::from(o.bank_groups)) as u32,
-                bank: r.next(u64::from(o.banks)) as u32,
-                row: r.next(u64::from(rows.min(o.rows))) as u32,
-                column: r.next(u64::from(o.columns)) as u32,
-            };
-            let addr = s.mapping().encode(&a).expect("in range");
-            let bytes = [32, 64, 128, 256][r.next(4) as usize];
-            let addr = addr.min(s.capacity_bytes() - bytes as u64);
-            if r.next(100) < write_pct {
-                MemRequest::write(id, addr, bytes, t)
-            } else {
-                MemRequest::read(id, addr, bytes, t)
-            }
-        })
-        .collect()
-}
 
 fn check(s: &DramSpec, plan: Vec<MemRequest>) {
     let n = plan.len();
@@ -69,40 +27,11 @@ fn check(s: &DramSpec, plan: Vec<MemRequest>) {
     assert_eq!(c.served.iter().sum::<u64>(), c.bursts_read + c.bursts_written);
 }
 
-fn variant(which: u32) -> DramSpec {
-    match which {
-        0 => spec("hbm3-6400"),
-        1 => spec("ddr5-4800"),
-        2 => spec("hbm2"),
-        3 => spec_with("hbm3-6400", |p| p.controller.refresh = "per_bank".into()),
-        4 => spec_with("hbm3-6400", |p| {
-            p.controller.page_policy = "closed".into();
-            p.controller.scheduler = "frfcfs".into();
-        }),
-        5 => spec_with("hbm3-6400", |p| {
-            p.controller.read_queue = 4;
-            p.controller.write_queue = 4;
-            p.controller.write_high_watermark = 3;
-            p.controller.write_low_watermark = 1;
-            p.controller.xor_bank = true;
-        }),
-        6 => spec_with("hbm3e-h200", |p| p.controller.channel_hash = true),
-        _ => spec("hbm2e"),
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn random_traces_issue_only_legal_commands(
-        which in 0u32..8,
-        seed in any::<u64>(),
-        n in 20usize..300,
-        rows in 1u32..64,
-        write_pct in 0u64..70,
-        gap_ps in 0u64..30_000,
-    ) {
+    fn random_traces_issue_only_legal_commands((which, seed, n, rows, write_pct, gap_ps) in trace_args()) {
         let s = variant(which);
         check(&s, trace(&s, seed, n, rows, write_pct, gap_ps));
     }

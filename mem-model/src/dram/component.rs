@@ -223,6 +223,8 @@ pub struct Dram<M> {
     /// Bursts queued to be written, by burst address: a read of only such bursts is answered
     /// from the write queues, as DRAMsim3 and Ramulator 2 do.
     queued_writes: AddressMap<u32>,
+    /// Run every controller with work at every memory cycle (see [`Dram::set_run_every_cycle`]).
+    every_cycle: bool,
     _msg: PhantomData<fn() -> M>,
 }
 
@@ -291,6 +293,7 @@ impl<M> Dram<M> {
             bank_groups: o.bank_groups,
             banks: o.banks,
             queued_writes: AddressMap::default(),
+            every_cycle: false,
             spec: spec.clone(),
             _msg: PhantomData,
         })
@@ -319,6 +322,16 @@ impl<M> Dram<M> {
     /// Turns the command log on (clearing it) or off.
     pub fn set_command_log(&mut self, on: bool) {
         self.log = on.then(Vec::new);
+    }
+
+    /// Verification mode: every controller with work runs at every memory cycle, not only at
+    /// the cycle its scheduler predicted. A controller's run at a cycle where nothing can issue
+    /// changes nothing (its contract), so the commands issued, and every answer, must be those
+    /// of a normal run; a difference means some prediction came too late and the model issued
+    /// a command later than its policy says (`mem-model/tests/dram_schedule.rs`). Many times
+    /// slower: for tests.
+    pub fn set_run_every_cycle(&mut self, on: bool) {
+        self.every_cycle = on;
     }
 
     /// Commands issued since the log was turned on (empty when it is off).
@@ -500,7 +513,10 @@ where
                 req: split.slot,
                 counted,
             };
-            let wake = self.ctrls[i].push(&self.device, run, cycle);
+            let mut wake = self.ctrls[i].push(&self.device, run, cycle);
+            if self.every_cycle {
+                wake = cycle;
+            }
             self.wake_at[i] = self.wake_at[i].min(wake);
             self.min_wake = self.min_wake.min(wake);
             if write {
@@ -787,7 +803,10 @@ where
                             self.catch_up(ch, cycle, ctx.stats());
                         }
                     }
-                    let next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
+                    let mut next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);
+                    if self.every_cycle && next != u64::MAX {
+                        next = cycle + 1;
+                    }
                     self.wake_at[i] = next;
                 }
                 self.min_wake = self.min_wake.min(self.wake_at[i]);

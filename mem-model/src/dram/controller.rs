@@ -6,7 +6,11 @@
 //! legal (or a refresh falls due), or `u64::MAX` when it has nothing to do. It never polls: a
 //! caller runs it at the returned cycle, or earlier when `Controller::push` says so. Running it
 //! at a cycle where nothing can issue changes nothing, so an early wake costs time, never
-//! behaviour.
+//! behaviour; and a run leaves nothing legal behind it at its cycle, so running it again there
+//! issues something only for a request that arrived in between. A DRAM that runs its busy
+//! controllers at every cycle (`Dram::set_run_every_cycle`) must therefore issue exactly what
+//! the sleeping ones do, which `mem-model/tests/dram_schedule.rs` checks: a wake-up predicted
+//! too late would show there as a command issued later than the policy says.
 //!
 //! Scheduling. Bursts are kept in per-bank lists in arrival order, so each bank offers at most
 //! two candidates: its oldest row hit (a column command, on the column bus) and its oldest
@@ -15,9 +19,13 @@
 //! lets an older conflicting request through once `row_hit_cap` hits in a row were served. Row
 //! and column commands are picked separately and both may issue in one cycle when the preset's
 //! bus constraints allow it (HBM's separate row and column command buses); with a single command
-//! bus (DDR5) the second is refused by the table. Write-drain mode switches the active queue
-//! between reads and writes on watermarks. Banks of a refresh unit that owes a refresh are left
-//! alone until it is issued. A bank's candidates are recomputed whenever its queue, row state or
+//! bus (DDR5) the second is refused by the table. When the first command issued takes the other
+//! pick's bank or delays it, the other bus takes its oldest candidate still legal. Write-drain
+//! mode switches the active queue between reads and writes on watermarks, as Ramulator 2 does:
+//! to writes at the high watermark or when no read waits, back to reads once one waits and the
+//! writes are at the low watermark. The mode is decided once per cycle, before its first
+//! command, and stays while both queues are empty. Banks of a refresh unit that owes a refresh
+//! are left alone until it is issued. A bank's candidates are recomputed whenever its queue, row state or
 //! streak changes, so they are always those of the current state.
 //!
 //! Entries. Consecutive bursts of one request that share a bank and row (a 64 B line on 32 B
@@ -442,6 +450,11 @@ pub(crate) struct Controller {
     pub(crate) refresh: Refresh,
     /// Cycle of the last command other than a refresh (see `Dram`'s catch-up).
     pub(crate) last_work: u64,
+    /// Cycle of the last command issued from the queues (`u64::MAX`: none yet). The mode is
+    /// decided once per cycle, before the cycle's first command, as a controller that runs
+    /// every cycle decides it: a switch that falls due once a cycle has issued waits for the
+    /// next cycle, however many times the controller runs in this one.
+    issued_at: u64,
 }
 
 impl Controller {
@@ -526,6 +539,7 @@ impl Controller {
             cap_hits: c.row_hit_cap,
             page: c.page_policy,
             last_work: 0,
+            issued_at: u64::MAX,
             refresh: Refresh::new(
                 c.refresh,
                 c.refresh_level,
@@ -616,11 +630,14 @@ impl Controller {
         ready[c as usize].max(ready[p as usize])
     }
 
-    /// Whether a switch between the read and write queues is due.
+    /// Whether a switch between the read and write queues is due: to writes at the high
+    /// watermark or when no read waits, back to reads at the low watermark (or none left) once a
+    /// read waits, as Ramulator 2's controller decides. With both queues empty the mode stays:
+    /// a switch then would depend on when an idle controller happens to run.
     #[inline]
     fn switch_due(&self) -> bool {
         let (r, w) = (self.len[0], self.len[1]);
-        if self.write_mode { w == 0 || (w <= self.low && r > 0) } else { w > 0 && (w >= self.high || r == 0) }
+        if self.write_mode { r > 0 && w <= self.low } else { w > 0 && (w >= self.high || r == 0) }
     }
 
     /// Queues `run`, arriving at `cycle`, and returns the cycle at which the controller must run
@@ -1004,13 +1021,12 @@ impl Controller {
         best
     }
 
+    /// Switches between the read and write queues if a switch is due.
     #[inline]
-    fn update_mode(&mut self, dev: &Device, cycle: u64, out: &mut RunOut) -> bool {
-        if !self.switch_due() {
-            return false;
+    fn update_mode(&mut self, dev: &Device, cycle: u64, out: &mut RunOut) {
+        if self.switch_due() {
+            self.switch_mode(dev, cycle, out);
         }
-        self.switch_mode(dev, cycle, out);
-        true
     }
 
     fn switch_mode(&mut self, dev: &Device, cycle: u64, out: &mut RunOut) {
@@ -1046,6 +1062,7 @@ impl Controller {
         let bank = &mut self.banks[b];
         dev.issue_at(self.ch, cmd, &self.paths[b], e.row, cycle);
         self.last_work = self.last_work.max(cycle);
+        self.issued_at = cycle;
         let mut issued = Issued {
             cycle,
             ctrl: self.index,
@@ -1147,7 +1164,9 @@ impl Controller {
     pub(crate) fn run(&mut self, dev: &mut Device, cycle: u64, out: &mut RunOut) -> u64 {
         let mut next = u64::MAX;
         self.refresh.mark_due(cycle);
-        self.update_mode(dev, cycle, out);
+        if self.issued_at != cycle {
+            self.update_mode(dev, cycle, out);
+        }
 
         // Refresh first: a pending unit blocks its banks until its REF is out.
         if self.refresh.any_pending() {
@@ -1166,22 +1185,34 @@ impl Controller {
                 || (col.0 != u64::MAX && (self.scheduler == Scheduler::FrFcfsCap || col.0 < row.0));
             let picks = if col_first { [(col, COL), (row, ROW)] } else { [(row, ROW), (col, COL)] };
             let mut first_bank = usize::MAX;
-            for ((seq, b), kind) in picks {
-                if seq == u64::MAX || b == first_bank {
+            for ((seq, mut b), kind) in picks {
+                if seq == u64::MAX {
                     continue;
                 }
                 if first_bank != usize::MAX
-                    && dev.earliest_on(self.ch, self.lane_cmd[self.lane_of(kind, b)], &self.paths[b]) > cycle
+                    && (b == first_bank
+                        || dev.earliest_on(self.ch, self.lane_cmd[self.lane_of(kind, b)], &self.paths[b])
+                            > cycle)
                 {
-                    // The first issue took the bus or changed timing.
-                    continue;
+                    // The first issue took this pick's bank or delayed it: the oldest candidate
+                    // still legal, if any, goes instead. (The first issue can delay candidates
+                    // but makes none legal outside its own bank, so a pick still legal is
+                    // still the oldest.)
+                    let mut others = blocked;
+                    others.set(first_bank);
+                    let (seq, next) = self.pick(dev.ready(self.ch), kind, cycle, others);
+                    if seq == u64::MAX {
+                        continue;
+                    }
+                    b = next;
                 }
                 self.issue_candidate(dev, b, kind, cycle, out);
                 first_bank = b;
             }
-            if self.update_mode(dev, cycle, out) {
-                next = next.min(cycle + 1);
-            }
+        }
+        if self.switch_due() {
+            // Due once this cycle issued: made at the next cycle's run (see `issued_at`).
+            next = next.min(cycle + 1);
         }
 
         if self.len[0] == 0 && self.len[1] == 0 && !self.refresh.any_pending() {
