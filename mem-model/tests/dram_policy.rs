@@ -1,0 +1,370 @@
+//! The controller implements its policy: a reference scheduler written plainly here (every
+//! queued burst in a list, every candidate looked at every cycle, legality asked of the
+//! [`Device`] command by command) must issue exactly the commands the model issues, at the same
+//! cycles, on random traces. The model's per-bank candidates, age-ordered bus, timing wheel and
+//! shortcuts (an entry's next burst taking over, pushes that change nothing) are what it checks;
+//! `dram_legality.rs` checks the commands against the constraint table, `dram_schedule.rs` the
+//! model's wake-up predictions.
+//!
+//! The policy (module docs of `mem-model/src/dram/controller.rs`): per command bus, the oldest
+//! legal candidate, where a bank's column candidate is its oldest burst that hits the open row
+//! and its row candidate its oldest other burst (ACT to a closed bank, PRE to a conflict), in
+//! the queue of the current mode; under FR-FCFS-cap a bank offers its hit until `row_hit_cap`
+//! column commands since its ACT, then its miss; under closed pages a column command
+//! auto-precharges unless another queued burst hits the row. The column pick goes first under
+//! FR-FCFS-cap, else the older pick; the second bus then takes its pick if still legal, else
+//! its oldest candidate still legal outside the first one's bank. The mode is decided once a
+//! cycle, before its first command. Refresh is off here (it has its own tests); queues and links
+//! are large enough that nothing waits for room.
+
+#[path = "dram_helpers.rs"]
+mod helpers;
+
+use helpers::{Lcg, run_plan_as, spec_with};
+use mem_model::MemRequest;
+use mem_model::dram::{
+    Command, ControllerConfig, Device, DramAddr, DramPreset, DramSpec, IssuedCommand, PagePolicy, Scheduler,
+};
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+/// One queued burst.
+#[derive(Debug, Clone, Copy)]
+struct Burst {
+    seq: u64,
+    a: DramAddr,
+    /// Its burst address (for reads answered from the write queue).
+    addr: u64,
+}
+
+/// One pseudo-channel's reference controller.
+#[derive(Debug, Default)]
+struct Pc {
+    /// Read and write queues, oldest first.
+    queue: [Vec<Burst>; 2],
+    write_mode: bool,
+    /// Column commands since the bank's ACT, by bank key.
+    streak: HashMap<(u32, u32, u32), u32>,
+}
+
+/// A candidate: (age, index in the active queue, command).
+type Cand = (u64, usize, Command);
+
+fn bank_key(a: &DramAddr) -> (u32, u32, u32) {
+    (a.rank, a.bank_group, a.bank)
+}
+
+/// The reference run: every controller at every cycle from the first arrival until all is done.
+fn reference(spec: &DramSpec, plan: &[MemRequest]) -> Vec<IssuedCommand> {
+    let cfg = *spec.controller();
+    let o = spec.organization();
+    let burst = spec.burst_bytes();
+    let clock = spec.clock();
+    let mut dev = Device::new(spec);
+    let mut pcs: Vec<Pc> = (0..o.controllers()).map(|_| Pc::default()).collect();
+    let mut queued_writes: HashMap<u64, u32> = HashMap::new();
+    let mut log = Vec::new();
+    let mut seq = 0;
+    let mut next = 0;
+    // Requests are sent on a DRAM clock edge and arrive over a 1-cycle link on the next one.
+    let arrival = |r: &MemRequest| clock.cycle_at(r.issued) + 1;
+    let mut cycle = plan.first().map_or(0, arrival);
+    loop {
+        // This cycle's arrivals are queued before any controller runs (deliveries come first).
+        while next < plan.len() && arrival(&plan[next]) <= cycle {
+            let r = &plan[next];
+            next += 1;
+            let start = r.addr / burst * burst;
+            let end = (r.addr + u64::from(r.bytes)).div_ceil(burst) * burst;
+            let bursts: Vec<u64> = (start..end).step_by(burst as usize).collect();
+            if !r.write && bursts.iter().all(|b| queued_writes.get(b).is_some_and(|&n| n > 0)) {
+                continue; // answered from the write queue
+            }
+            for b in bursts {
+                let a = spec.mapping().decode(b).expect("in range");
+                let i = spec.mapping().controller_of(&a) as usize;
+                seq += 1;
+                pcs[i].queue[r.write as usize].push(Burst { seq, a, addr: b });
+                if r.write {
+                    *queued_writes.entry(b).or_default() += 1;
+                }
+            }
+        }
+        for pc in &mut pcs {
+            run(&cfg, &mut dev, pc, cycle, &mut queued_writes, &mut log, clock);
+        }
+        if next == plan.len() && pcs.iter().all(|p| p.queue.iter().all(Vec::is_empty)) {
+            return log;
+        }
+        cycle += 1;
+        assert!(cycle < 50_000_000, "the reference scheduler does not finish");
+    }
+}
+
+/// Bank `key`'s candidates in queue `q` (column, row).
+fn candidates(cfg: &ControllerConfig, dev: &Device, pc: &Pc, key: (u32, u32, u32)) -> [Option<Cand>; 2] {
+    let d = pc.write_mode as usize;
+    let q = &pc.queue[d];
+    let Some(first) = q.iter().position(|b| bank_key(&b.a) == key) else { return [None, None] };
+    let open = dev.open_row(&q[first].a);
+    let Some(open) = open else {
+        return [None, Some((q[first].seq, first, Command::Act))];
+    };
+    let hits = |q: &[Burst]| q.iter().filter(|b| bank_key(&b.a) == key && b.a.row == open).count();
+    let hit = q.iter().position(|b| bank_key(&b.a) == key && b.a.row == open);
+    let miss = q.iter().position(|b| bank_key(&b.a) == key && b.a.row != open);
+    let mut col = hit.map(|i| {
+        let more = hits(q) >= 2 || hits(&pc.queue[1 - d]) > 0;
+        let auto = cfg.page_policy == PagePolicy::Closed && !more;
+        let cmd = match (pc.write_mode, auto) {
+            (false, false) => Command::Rd,
+            (false, true) => Command::RdA,
+            (true, false) => Command::Wr,
+            (true, true) => Command::WrA,
+        };
+        (q[i].seq, i, cmd)
+    });
+    let mut row = miss.map(|i| (q[i].seq, i, Command::Pre));
+    if cfg.scheduler == Scheduler::FrFcfsCap && col.is_some() && row.is_some() {
+        if pc.streak.get(&key).copied().unwrap_or(0) >= cfg.row_hit_cap {
+            col = None;
+        } else {
+            row = None;
+        }
+    }
+    [col, row]
+}
+
+/// The oldest legal candidate of bus `kind` (0: column, 1: row), skipping bank `skip`.
+fn pick(
+    cfg: &ControllerConfig,
+    dev: &Device,
+    pc: &Pc,
+    kind: usize,
+    cycle: u64,
+    skip: Option<(u32, u32, u32)>,
+) -> Option<Cand> {
+    let d = pc.write_mode as usize;
+    let mut keys: Vec<(u32, u32, u32)> = pc.queue[d].iter().map(|b| bank_key(&b.a)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|&k| Some(k) != skip)
+        .filter_map(|k| candidates(cfg, dev, pc, k)[kind])
+        .filter(|&(_, i, cmd)| dev.can_issue(cmd, &pc.queue[d][i].a, cycle))
+        .min_by_key(|c| c.0)
+}
+
+/// One cycle of one pseudo-channel's reference controller.
+fn run(
+    cfg: &ControllerConfig,
+    dev: &mut Device,
+    pc: &mut Pc,
+    cycle: u64,
+    queued_writes: &mut HashMap<u64, u32>,
+    log: &mut Vec<IssuedCommand>,
+    clock: sim_core::Clock,
+) {
+    let (r, w) = (pc.queue[0].len() as u32, pc.queue[1].len() as u32);
+    let due = if pc.write_mode {
+        r > 0 && w <= cfg.write_low_watermark
+    } else {
+        w > 0 && (w >= cfg.write_high_watermark || r == 0)
+    };
+    if due {
+        pc.write_mode = !pc.write_mode;
+    }
+    let col = pick(cfg, dev, pc, 0, cycle, None);
+    let row = pick(cfg, dev, pc, 1, cycle, None);
+    let col_first = row.is_none()
+        || (col.is_some() && (cfg.scheduler == Scheduler::FrFcfsCap || col.unwrap().0 < row.unwrap().0));
+    let order = if col_first { [(col, 0), (row, 1)] } else { [(row, 1), (col, 0)] };
+    let mut first: Option<(u32, u32, u32)> = None;
+    for (c, kind) in order {
+        let Some(mut c) = c else { continue };
+        if let Some(f) = first {
+            // The first command moved the queue: find the pick again by its age, and keep it if
+            // it is still its bank's candidate and still legal.
+            let d = pc.write_mode as usize;
+            let again = pc.queue[d].iter().position(|b| b.seq == c.0).and_then(|i| {
+                let key = bank_key(&pc.queue[d][i].a);
+                let x = candidates(cfg, dev, pc, key)[kind]?;
+                (key != f && x.0 == c.0 && dev.can_issue(x.2, &pc.queue[d][x.1].a, cycle)).then_some(x)
+            });
+            match again.or_else(|| pick(cfg, dev, pc, kind, cycle, Some(f))) {
+                Some(x) => c = x,
+                None => continue,
+            }
+        }
+        let d = pc.write_mode as usize;
+        let b = pc.queue[d][c.1];
+        let key = bank_key(&b.a);
+        let mut entry = IssuedCommand {
+            tick: clock.edge(cycle),
+            cycle,
+            cmd: c.2,
+            channel: b.a.channel,
+            pseudo_channel: b.a.pseudo_channel,
+            rank: b.a.rank,
+            bank_group: b.a.bank_group,
+            bank: b.a.bank,
+            row: b.a.row,
+            column: 0,
+        };
+        match c.2 {
+            Command::Act => {
+                pc.streak.insert(key, 0);
+            }
+            Command::Pre => entry.row = dev.open_row(&b.a).unwrap_or(u32::MAX),
+            _ => {
+                entry.column = b.a.column;
+                *pc.streak.entry(key).or_default() += 1;
+                pc.queue[d].remove(c.1);
+                if c.2.is_write() {
+                    let n = queued_writes.get_mut(&b.addr).expect("queued");
+                    *n -= 1;
+                }
+            }
+        }
+        dev.issue(c.2, &b.a, cycle)
+            .unwrap_or_else(|e| panic!("the reference issued an illegal {}: {e}", c.2));
+        log.push(entry);
+        first = Some(key);
+    }
+}
+
+/// `spec` with refresh off, queues of 4096 bursts and watermarks `high`/`low`.
+fn variant(name: &str, scheduler: &str, page: &str, high: u32, low: u32) -> DramSpec {
+    spec_with(name, |p: &mut DramPreset| {
+        p.controller.refresh = "none".into();
+        p.controller.read_queue = 4096;
+        p.controller.write_queue = 4096;
+        p.controller.write_high_watermark = high;
+        p.controller.write_low_watermark = low;
+        p.controller.scheduler = scheduler.into();
+        p.controller.page_policy = page.into();
+        p.controller.row_hit_cap = 4;
+    })
+}
+
+/// `n` requests on DRAM clock edges over the first two pseudo-channels, `rows` rows per bank,
+/// up to `gap` cycles apart, `write_pct` % writes, 32 to 128 B.
+fn plan(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap: u64) -> Vec<MemRequest> {
+    let o = s.organization();
+    let mut r = Lcg(seed);
+    let mut cycle = 0;
+    (0..n as u64)
+        .map(|id| {
+            cycle += r.next(gap + 1);
+            let c = r.next(u64::from(o.controllers().min(2))) as u32;
+            let a = DramAddr {
+                channel: c / o.pseudo_channels,
+                pseudo_channel: c % o.pseudo_channels,
+                rank: r.next(u64::from(o.ranks)) as u32,
+                bank_group: r.next(u64::from(o.bank_groups)) as u32,
+                bank: r.next(u64::from(o.banks.min(2))) as u32,
+                row: r.next(u64::from(rows.min(o.rows))) as u32,
+                column: r.next(u64::from(o.columns)) as u32,
+            };
+            let bytes = [32, 64, 128][r.next(3) as usize];
+            let addr = s.mapping().encode(&a).expect("in range").min(s.capacity_bytes() - bytes as u64);
+            let at = s.clock().edge(cycle);
+            if r.next(100) < write_pct {
+                MemRequest::write(id, addr, bytes, at)
+            } else {
+                MemRequest::read(id, addr, bytes, at)
+            }
+        })
+        .collect()
+}
+
+/// Asserts that the model and the reference issue the same commands; returns them.
+fn check(s: &DramSpec, plan: Vec<MemRequest>) -> Vec<IssuedCommand> {
+    let want = reference(s, &plan);
+    let got = run_plan_as(s, plan, 1 << 16, true, None, false);
+    let mut got = got.log;
+    let key = |c: &IssuedCommand| (c.cycle, c.channel, c.pseudo_channel);
+    got.sort_by_key(key);
+    let mut want = want;
+    want.sort_by_key(key);
+    let show = |c: &IssuedCommand| {
+        format!(
+            "c{} {} ch{} pc{} r{} bg{} b{} row {} col {}",
+            c.cycle, c.cmd, c.channel, c.pseudo_channel, c.rank, c.bank_group, c.bank, c.row, c.column
+        )
+    };
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let same =
+            (g.cycle, g.cmd, g.channel, g.pseudo_channel, g.rank, g.bank_group, g.bank, g.row, g.column)
+                == (
+                    w.cycle,
+                    w.cmd,
+                    w.channel,
+                    w.pseudo_channel,
+                    w.rank,
+                    w.bank_group,
+                    w.bank,
+                    w.row,
+                    w.column,
+                );
+        assert!(
+            same,
+            "{}: command {i}: the model issued {}, the reference {}\n  model:     {:?}\n  reference: {:?}",
+            s.name(),
+            show(g),
+            show(w),
+            got[i.saturating_sub(4)..(i + 2).min(got.len())].iter().map(show).collect::<Vec<_>>(),
+            want[i.saturating_sub(4)..(i + 2).min(want.len())].iter().map(show).collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{}: commands issued, model and reference", s.name());
+    got
+}
+
+/// Presets and policies the properties run over.
+fn policy(which: u32) -> DramSpec {
+    match which {
+        0 => variant("hbm3-6400", "frfcfs_cap", "open", 24, 8),
+        1 => variant("hbm3-6400", "frfcfs", "open", 24, 8),
+        2 => variant("hbm3-6400", "frfcfs", "closed", 6, 2),
+        3 => variant("ddr5-4800", "frfcfs_cap", "open", 12, 4),
+        4 => variant("hbm2", "frfcfs", "open", 8, 2),
+        _ => variant("hbm3-h100", "frfcfs_cap", "closed", 16, 4),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_model_issues_what_a_plain_reference_scheduler_issues(
+        which in 0u32..6,
+        seed in any::<u64>(),
+        n in 1usize..200,
+        rows in 1u32..6,
+        write_pct in 0u64..60,
+        gap in 0u64..12,
+    ) {
+        let s = policy(which);
+        check(&s, plan(&s, seed, n, rows, write_pct, gap));
+    }
+}
+
+#[test]
+fn dense_mixed_traffic_matches_the_reference_on_every_policy() {
+    for which in 0..6 {
+        let s = policy(which);
+        let log = check(&s, plan(&s, 40 + u64::from(which), 1500, 4, 35, 2));
+        // The traffic exercises what the policy can issue: row hits, misses and conflicts in
+        // both directions (with auto-precharge under closed pages).
+        let closed = s.controller().page_policy == PagePolicy::Closed;
+        let kinds: &[Command] = if closed {
+            &[Command::Act, Command::Pre, Command::Rd, Command::Wr, Command::RdA, Command::WrA]
+        } else {
+            &[Command::Act, Command::Pre, Command::Rd, Command::Wr]
+        };
+        for &k in kinds {
+            assert!(log.iter().filter(|c| c.cmd == k).count() >= 20, "{}: too few {k}", s.name());
+        }
+    }
+}
