@@ -14,8 +14,11 @@
 //! auto-precharges unless another queued burst hits the row. The column pick goes first under
 //! FR-FCFS-cap, else the older pick; the second bus then takes its pick if still legal, else
 //! its oldest candidate still legal outside the first one's bank. The mode is decided once a
-//! cycle, before its first command. Refresh is off here (it has its own tests); queues and links
-//! are large enough that nothing waits for room.
+//! cycle, before its first command. Refresh, where on, goes first: a unit that falls due owes
+//! a refresh, its banks take no other command, and it gets its precharge (PRE or PREA) and its
+//! refresh as soon as the device allows. The reference runs every controller every cycle in
+//! index order, idle ones too, so it also checks the model's replay of the refreshes that
+//! sleeping controllers owe. Queues and links are large enough that nothing waits for room.
 
 #[path = "dram_helpers.rs"]
 mod helpers;
@@ -23,7 +26,8 @@ mod helpers;
 use helpers::{Lcg, run_plan_as, spec_with};
 use mem_model::MemRequest;
 use mem_model::dram::{
-    Command, ControllerConfig, Device, DramAddr, DramPreset, DramSpec, IssuedCommand, PagePolicy, Scheduler,
+    Command, ControllerConfig, Device, DramAddr, DramPreset, DramSpec, IssuedCommand, Level, PagePolicy,
+    RefreshMode, Scheduler,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -37,6 +41,18 @@ struct Burst {
     addr: u64,
 }
 
+/// One refresh unit: the whole pseudo-channel or one rank.
+#[derive(Debug)]
+struct Unit {
+    /// Next cycle it falls due.
+    due: u64,
+    pending: bool,
+    /// Its banks, in bank-index order.
+    banks: Vec<DramAddr>,
+    /// Per-bank refresh: the bank refreshed next.
+    cursor: usize,
+}
+
 /// One pseudo-channel's reference controller.
 #[derive(Debug, Default)]
 struct Pc {
@@ -45,6 +61,51 @@ struct Pc {
     write_mode: bool,
     /// Column commands since the bank's ACT, by bank key.
     streak: HashMap<(u32, u32, u32), u32>,
+    units: Vec<Unit>,
+    /// Cycles between two dues of a unit.
+    interval: u64,
+    /// Per-bank refresh (else all-bank).
+    per_bank: bool,
+}
+
+/// The refresh units of pseudo-channel `pc` of channel `ch` (the refresh module's schedule:
+/// every interval, the units of all controllers spread over the first one when staggered).
+fn units(spec: &DramSpec, ch: u32, pc: u32) -> (Vec<Unit>, u64) {
+    let (cfg, o) = (spec.controller(), spec.organization());
+    if cfg.refresh == RefreshMode::None {
+        return (Vec::new(), 0);
+    }
+    let per_rank = o.bank_groups * o.banks;
+    let count = if cfg.refresh_level == Level::Rank { o.ranks } else { 1 };
+    let per_unit = o.banks_per_pseudo_channel() / count;
+    let interval = match cfg.refresh {
+        RefreshMode::PerBank => (spec.refresh_interval() / u64::from(per_unit)).max(1),
+        _ => spec.refresh_interval().max(1),
+    };
+    let units = (0..count)
+        .map(|u| {
+            let banks = (u * per_unit..(u + 1) * per_unit)
+                .map(|b| DramAddr {
+                    channel: ch,
+                    pseudo_channel: pc,
+                    rank: b / per_rank,
+                    bank_group: b / o.banks % o.bank_groups,
+                    bank: b % o.banks,
+                    row: 0,
+                    column: 0,
+                })
+                .collect();
+            let due = if cfg.refresh_stagger {
+                let k = u64::from((ch * o.pseudo_channels + pc) * count + u);
+                let n = u64::from(o.controllers() * count);
+                (interval * (k + 1) / n).max(1)
+            } else {
+                interval
+            };
+            Unit { due, pending: false, banks, cursor: 0 }
+        })
+        .collect();
+    (units, interval)
 }
 
 /// A candidate: (age, index in the active queue, command).
@@ -54,21 +115,28 @@ fn bank_key(a: &DramAddr) -> (u32, u32, u32) {
     (a.rank, a.bank_group, a.bank)
 }
 
-/// The reference run: every controller at every cycle from the first arrival until all is done.
-fn reference(spec: &DramSpec, plan: &[MemRequest]) -> Vec<IssuedCommand> {
+/// The reference run: every controller at every cycle from cycle 0 until all is done; returns
+/// the commands and the last cycle.
+fn reference(spec: &DramSpec, plan: &[MemRequest]) -> (Vec<IssuedCommand>, u64) {
     let cfg = *spec.controller();
     let o = spec.organization();
     let burst = spec.burst_bytes();
     let clock = spec.clock();
     let mut dev = Device::new(spec);
-    let mut pcs: Vec<Pc> = (0..o.controllers()).map(|_| Pc::default()).collect();
+    let mut pcs: Vec<Pc> = (0..o.controllers())
+        .map(|i| {
+            let (units, interval) = units(spec, i / o.pseudo_channels, i % o.pseudo_channels);
+            let per_bank = cfg.refresh == RefreshMode::PerBank;
+            Pc { units, interval, per_bank, ..Pc::default() }
+        })
+        .collect();
     let mut queued_writes: HashMap<u64, u32> = HashMap::new();
     let mut log = Vec::new();
     let mut seq = 0;
     let mut next = 0;
     // Requests are sent on a DRAM clock edge and arrive over a 1-cycle link on the next one.
     let arrival = |r: &MemRequest| clock.cycle_at(r.issued) + 1;
-    let mut cycle = plan.first().map_or(0, arrival);
+    let mut cycle = 0;
     loop {
         // This cycle's arrivals are queued before any controller runs (deliveries come first).
         while next < plan.len() && arrival(&plan[next]) <= cycle {
@@ -94,7 +162,7 @@ fn reference(spec: &DramSpec, plan: &[MemRequest]) -> Vec<IssuedCommand> {
             run(&cfg, &mut dev, pc, cycle, &mut queued_writes, &mut log, clock);
         }
         if next == plan.len() && pcs.iter().all(|p| p.queue.iter().all(Vec::is_empty)) {
-            return log;
+            return (log, cycle);
         }
         cycle += 1;
         assert!(cycle < 50_000_000, "the reference scheduler does not finish");
@@ -135,6 +203,16 @@ fn candidates(cfg: &ControllerConfig, dev: &Device, pc: &Pc, key: (u32, u32, u32
     [col, row]
 }
 
+/// The banks of units that owe a refresh: regular commands leave them alone.
+fn blocked(pc: &Pc) -> Vec<(u32, u32, u32)> {
+    let owing = pc.units.iter().filter(|u| u.pending);
+    if pc.per_bank {
+        owing.map(|u| bank_key(&u.banks[u.cursor])).collect()
+    } else {
+        owing.flat_map(|u| u.banks.iter().map(bank_key)).collect()
+    }
+}
+
 /// The oldest legal candidate of bus `kind` (0: column, 1: row), skipping bank `skip`.
 fn pick(
     cfg: &ControllerConfig,
@@ -149,7 +227,7 @@ fn pick(
     keys.sort_unstable();
     keys.dedup();
     keys.into_iter()
-        .filter(|&k| Some(k) != skip)
+        .filter(|&k| Some(k) != skip && !blocked(pc).contains(&k))
         .filter_map(|k| candidates(cfg, dev, pc, k)[kind])
         .filter(|&(_, i, cmd)| dev.can_issue(cmd, &pc.queue[d][i].a, cycle))
         .min_by_key(|c| c.0)
@@ -171,8 +249,50 @@ fn run(
     } else {
         w > 0 && (w >= cfg.write_high_watermark || r == 0)
     };
+    for u in &mut pc.units {
+        if !u.pending && u.due <= cycle {
+            u.pending = true;
+            u.due += pc.interval;
+        }
+    }
     if due {
         pc.write_mode = !pc.write_mode;
+    }
+    // Refresh first: per owing unit, its precharge and its refresh if the device allows them.
+    for u in &mut pc.units {
+        for _ in 0..2 {
+            if !u.pending {
+                break;
+            }
+            let (cmd, a) = if pc.per_bank {
+                let a = u.banks[u.cursor];
+                (if dev.open_row(&a).is_some() { Command::Pre } else { Command::RefPb }, a)
+            } else {
+                let open = u.banks.iter().any(|a| dev.open_row(a).is_some());
+                (if open { Command::PreA } else { Command::RefAb }, u.banks[0])
+            };
+            if !dev.can_issue(cmd, &a, cycle) {
+                break;
+            }
+            log.push(IssuedCommand {
+                tick: clock.edge(cycle),
+                cycle,
+                cmd,
+                channel: a.channel,
+                pseudo_channel: a.pseudo_channel,
+                rank: a.rank,
+                bank_group: a.bank_group,
+                bank: a.bank,
+                row: dev.open_row(&a).unwrap_or(u32::MAX),
+                column: 0,
+            });
+            dev.issue(cmd, &a, cycle)
+                .unwrap_or_else(|e| panic!("the reference issued an illegal {cmd}: {e}"));
+            if cmd.is_refresh() {
+                u.pending = false;
+                u.cursor = (u.cursor + 1) % u.banks.len();
+            }
+        }
     }
     let col = pick(cfg, dev, pc, 0, cycle, None);
     let row = pick(cfg, dev, pc, 1, cycle, None);
@@ -233,10 +353,10 @@ fn run(
     }
 }
 
-/// `spec` with refresh off, queues of 4096 bursts and watermarks `high`/`low`.
-fn variant(name: &str, scheduler: &str, page: &str, high: u32, low: u32) -> DramSpec {
+/// `spec` with refresh `refresh`, queues of 4096 bursts and watermarks `high`/`low`.
+fn variant(name: &str, refresh: &str, scheduler: &str, page: &str, high: u32, low: u32) -> DramSpec {
     spec_with(name, |p: &mut DramPreset| {
-        p.controller.refresh = "none".into();
+        p.controller.refresh = refresh.into();
         p.controller.read_queue = 4096;
         p.controller.write_queue = 4096;
         p.controller.write_high_watermark = high;
@@ -280,9 +400,12 @@ fn plan(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap: u64) 
 
 /// Asserts that the model and the reference issue the same commands; returns them.
 fn check(s: &DramSpec, plan: Vec<MemRequest>) -> Vec<IssuedCommand> {
-    let want = reference(s, &plan);
-    let got = run_plan_as(s, plan, 1 << 16, true, None, false);
-    let mut got = got.log;
+    let (want, last) = reference(s, &plan);
+    // Refreshes of channels asleep at the end are booked up to the reference's last cycle.
+    let got = run_plan_as(s, plan, 1 << 16, true, Some(s.clock().edge(last)), false);
+    // A controller left owing a refresh at the end stays awake for it and may issue past the
+    // reference's last cycle, where the reference stopped.
+    let mut got: Vec<IssuedCommand> = got.log.into_iter().filter(|c| c.cycle <= last).collect();
     let key = |c: &IssuedCommand| (c.cycle, c.channel, c.pseudo_channel);
     got.sort_by_key(key);
     let mut want = want;
@@ -324,12 +447,16 @@ fn check(s: &DramSpec, plan: Vec<MemRequest>) -> Vec<IssuedCommand> {
 /// Presets and policies the properties run over.
 fn policy(which: u32) -> DramSpec {
     match which {
-        0 => variant("hbm3-6400", "frfcfs_cap", "open", 24, 8),
-        1 => variant("hbm3-6400", "frfcfs", "open", 24, 8),
-        2 => variant("hbm3-6400", "frfcfs", "closed", 6, 2),
-        3 => variant("ddr5-4800", "frfcfs_cap", "open", 12, 4),
-        4 => variant("hbm2", "frfcfs", "open", 8, 2),
-        _ => variant("hbm3-h100", "frfcfs_cap", "closed", 16, 4),
+        0 => variant("hbm3-6400", "none", "frfcfs_cap", "open", 24, 8),
+        1 => variant("hbm3-6400", "none", "frfcfs", "open", 24, 8),
+        2 => variant("hbm3-6400", "none", "frfcfs", "closed", 6, 2),
+        3 => variant("ddr5-4800", "none", "frfcfs_cap", "open", 12, 4),
+        4 => variant("hbm2", "none", "frfcfs", "open", 8, 2),
+        5 => variant("hbm3-h100", "none", "frfcfs_cap", "closed", 16, 4),
+        6 => variant("hbm3-6400", "all_bank", "frfcfs_cap", "open", 24, 8),
+        7 => variant("hbm3-h100", "per_bank", "frfcfs_cap", "open", 16, 4),
+        8 => variant("ddr5-4800", "all_bank", "frfcfs", "closed", 12, 4),
+        _ => variant("hbm2e", "per_bank", "frfcfs", "open", 8, 2),
     }
 }
 
@@ -338,7 +465,7 @@ proptest! {
 
     #[test]
     fn the_model_issues_what_a_plain_reference_scheduler_issues(
-        which in 0u32..6,
+        which in 0u32..10,
         seed in any::<u64>(),
         n in 1usize..200,
         rows in 1u32..6,
@@ -352,7 +479,7 @@ proptest! {
 
 #[test]
 fn dense_mixed_traffic_matches_the_reference_on_every_policy() {
-    for which in 0..6 {
+    for which in 0..10 {
         let s = policy(which);
         let log = check(&s, plan(&s, 40 + u64::from(which), 1500, 4, 35, 2));
         // The traffic exercises what the policy can issue: row hits, misses and conflicts in

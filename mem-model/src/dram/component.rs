@@ -497,7 +497,9 @@ where
                 return false;
             }
             if self.ctrls[i].is_idle() {
-                self.catch_up(i / self.pcs as usize, cycle, ctx.stats());
+                // Before any run of this cycle: sleepers owing a refresh now run in index order.
+                let ch = i / self.pcs as usize;
+                self.catch_up(ch, cycle, ch * self.pcs as usize, ctx.stats());
                 self.absorb(ctx);
             }
             let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
@@ -684,18 +686,20 @@ where
             }
         }
         for ch in 0..self.ctrls.len() / self.pcs as usize {
-            self.catch_up(ch, cycle, stats);
+            self.catch_up(ch, cycle, usize::MAX, stats);
         }
         self.absorb_into(stats);
     }
 
     /// Replays, merged in time order, the refreshes that the sleeping controllers of channel
     /// `ch` owe up to `cycle`, and wakes any left owing one it cannot issue yet. Called before
-    /// a controller of the channel issues anything: the sleepers' refreshes happened before
-    /// it, and the channel's command buses must see them in that order (replayed later, they
-    /// would all be pushed past the last command of a busy sibling, blocking their banks for
-    /// microseconds).
-    fn catch_up(&mut self, ch: usize, cycle: u64, stats: &mut Stats) {
+    /// controller `before` (an index) runs at `cycle`: the sleepers' refreshes happened before
+    /// its commands, and the channel's command buses must see them in that order (replayed
+    /// later, they would all be pushed past the last command of a busy sibling, blocking their
+    /// banks for microseconds). Within `cycle` itself controllers go in index order, as if
+    /// every one ran every cycle: a sleeper below `before` replays what it owes at `cycle`,
+    /// one at or above it is woken to run at `cycle` in its turn.
+    fn catch_up(&mut self, ch: usize, cycle: u64, before: usize, stats: &mut Stats) {
         let sleepers = self.channel_ctrls(ch);
         loop {
             // A long idle spell owes many refreshes: book them as they go, not all at the end.
@@ -708,6 +712,7 @@ where
                     continue;
                 }
                 if let Some(o) = self.ctrls[j].owed(&self.device, cycle)
+                    && (o.at < cycle || j < before)
                     && best.is_none_or(|(_, b)| o.at < b.at)
                 {
                     best = Some((j, o));
@@ -721,8 +726,9 @@ where
         }
         for j in sleepers {
             if self.wake_at[j] == u64::MAX && self.ctrls[j].refresh.any_pending() {
-                self.wake_at[j] = cycle + 1;
-                self.min_wake = self.min_wake.min(cycle + 1);
+                let at = if j < before { cycle + 1 } else { cycle };
+                self.wake_at[j] = at;
+                self.min_wake = self.min_wake.min(at);
             }
         }
     }
@@ -800,7 +806,7 @@ where
                     if self.pcs > 1 {
                         let ch = i / self.pcs as usize;
                         if self.sleepers_owe(ch, cycle) {
-                            self.catch_up(ch, cycle, ctx.stats());
+                            self.catch_up(ch, cycle, i, ctx.stats());
                         }
                     }
                     let mut next = self.ctrls[i].run(&mut self.device, cycle, &mut self.out);

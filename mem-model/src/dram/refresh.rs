@@ -16,6 +16,9 @@
 //! its channel issues a command (a request waking it, or a sibling pseudo-channel's run). The
 //! sleepers of a channel are replayed together in time order, since they share its command
 //! buses: a backlog replayed after a sibling's later commands would be pushed into the present.
+//! Within the cycle of the run that triggers the replay, controllers keep their index order, as
+//! if all of them ran every cycle: a sleeper ahead of the running controller replays what it
+//! owes at that cycle first, one behind it is woken to run in its turn.
 //! The refreshes of channels still asleep at the end of a run are replayed up to its last tick
 //! then (`Dram::finish`), so every refresh that fell due is counted. A
 //! channel that has only refreshed for two pattern periods repeats itself exactly, so the
