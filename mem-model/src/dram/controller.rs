@@ -25,8 +25,8 @@
 //! to writes at the high watermark or when no read waits, back to reads once one waits and the
 //! writes are at the low watermark. The mode is decided once per cycle, before its first
 //! command, and stays while both queues are empty. Banks of a refresh unit that owes a refresh
-//! are left alone until it is issued. A bank's candidates are recomputed whenever its queue, row state or
-//! streak changes, so they are always those of the current state.
+//! are left alone until it is issued. A bank's candidates are recomputed whenever its queue,
+//! row state or streak changes, so they are always those of the current state.
 //!
 //! Entries. Consecutive bursts of one request that share a bank and row (a 64 B line on 32 B
 //! bursts, up to an interleave chunk) are queued as one entry holding a burst count. This is
