@@ -231,26 +231,43 @@ impl Lcg {
 /// `n` requests over `rows` rows of every bank of the first two pseudo-channels, `gap_ps` apart
 /// at most, `write_pct` % writes, sizes 32 B to 256 B.
 pub fn trace(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap_ps: u64) -> Vec<MemRequest> {
+    let mut t = 0;
+    let next_tick = |r: &mut Lcg| {
+        t += r.next(gap_ps + 1);
+        t
+    };
+    random_requests(s, seed, n, (rows, s.organization().banks), &[32, 64, 128, 256], write_pct, next_tick)
+}
+
+/// `n` requests over `rows` rows of the first `banks` banks of every bank group of the first two
+/// pseudo-channels, a size from `sizes`, `write_pct` % writes, each sent at the tick
+/// `next_tick` draws (non-decreasing).
+pub fn random_requests(
+    s: &DramSpec,
+    seed: u64,
+    n: usize,
+    (rows, banks): (u32, u32),
+    sizes: &[u32],
+    write_pct: u64,
+    mut next_tick: impl FnMut(&mut Lcg) -> Tick,
+) -> Vec<MemRequest> {
     let o = s.organization();
     let mut r = Lcg(seed);
-    let mut t = 0;
     (0..n as u64)
         .map(|id| {
-            t += r.next(gap_ps + 1);
-            let pcs = o.controllers().min(2);
-            let c = r.next(u64::from(pcs)) as u32;
+            let t = next_tick(&mut r);
+            let c = r.next(u64::from(o.controllers().min(2))) as u32;
             let a = DramAddr {
                 channel: c / o.pseudo_channels,
                 pseudo_channel: c % o.pseudo_channels,
                 rank: r.next(u64::from(o.ranks)) as u32,
                 bank_group: r.next(u64::from(o.bank_groups)) as u32,
-                bank: r.next(u64::from(o.banks)) as u32,
+                bank: r.next(u64::from(banks.min(o.banks))) as u32,
                 row: r.next(u64::from(rows.min(o.rows))) as u32,
                 column: r.next(u64::from(o.columns)) as u32,
             };
-            let addr = s.mapping().encode(&a).expect("in range");
-            let bytes = [32, 64, 128, 256][r.next(4) as usize];
-            let addr = addr.min(s.capacity_bytes() - bytes as u64);
+            let bytes = sizes[r.next(sizes.len() as u64) as usize];
+            let addr = s.mapping().encode(&a).expect("in range").min(s.capacity_bytes() - u64::from(bytes));
             if r.next(100) < write_pct {
                 MemRequest::write(id, addr, bytes, t)
             } else {
@@ -258,6 +275,16 @@ pub fn trace(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap_p
             }
         })
         .collect()
+}
+
+/// `log` in time order (cycle, then channel and pseudo-channel; the order within one
+/// pseudo-channel's cycle kept). The log itself is in the order commands were decided, and a
+/// sleeping pseudo-channel's refreshes are decided (replayed, at their own cycles) when it or
+/// its sibling next has work.
+pub fn in_time_order(log: &[IssuedCommand]) -> Vec<IssuedCommand> {
+    let mut log = log.to_vec();
+    log.sort_by_key(|c| (c.cycle, c.channel, c.pseudo_channel));
+    log
 }
 
 /// Random arguments of [`trace`] over [`variant`]: (variant, seed, requests, rows, write %,

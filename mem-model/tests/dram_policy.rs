@@ -23,7 +23,7 @@
 #[path = "dram_helpers.rs"]
 mod helpers;
 
-use helpers::{Lcg, run_plan_as, spec_with};
+use helpers::{Lcg, in_time_order, random_requests, run_plan_as, spec_with};
 use mem_model::MemRequest;
 use mem_model::dram::{
     Command, ControllerConfig, Device, DramAddr, DramPreset, DramSpec, IssuedCommand, Level, PagePolicy,
@@ -169,7 +169,7 @@ fn reference(spec: &DramSpec, plan: &[MemRequest]) -> (Vec<IssuedCommand>, u64) 
     }
 }
 
-/// Bank `key`'s candidates in queue `q` (column, row).
+/// Bank `key`'s candidates (column, row) in the queue of the current mode.
 fn candidates(cfg: &ControllerConfig, dev: &Device, pc: &Pc, key: (u32, u32, u32)) -> [Option<Cand>; 2] {
     let d = pc.write_mode as usize;
     let q = &pc.queue[d];
@@ -226,8 +226,9 @@ fn pick(
     let mut keys: Vec<(u32, u32, u32)> = pc.queue[d].iter().map(|b| bank_key(&b.a)).collect();
     keys.sort_unstable();
     keys.dedup();
+    let blocked = blocked(pc);
     keys.into_iter()
-        .filter(|&k| Some(k) != skip && !blocked(pc).contains(&k))
+        .filter(|&k| Some(k) != skip && !blocked.contains(&k))
         .filter_map(|k| candidates(cfg, dev, pc, k)[kind])
         .filter(|&(_, i, cmd)| dev.can_issue(cmd, &pc.queue[d][i].a, cycle))
         .min_by_key(|c| c.0)
@@ -367,35 +368,15 @@ fn variant(name: &str, refresh: &str, scheduler: &str, page: &str, high: u32, lo
     })
 }
 
-/// `n` requests on DRAM clock edges over the first two pseudo-channels, `rows` rows per bank,
-/// up to `gap` cycles apart, `write_pct` % writes, 32 to 128 B.
+/// `n` requests on DRAM clock edges over the first two pseudo-channels, `rows` rows of two banks
+/// per bank group, up to `gap` cycles apart, `write_pct` % writes, 32 to 128 B.
 fn plan(s: &DramSpec, seed: u64, n: usize, rows: u32, write_pct: u64, gap: u64) -> Vec<MemRequest> {
-    let o = s.organization();
-    let mut r = Lcg(seed);
     let mut cycle = 0;
-    (0..n as u64)
-        .map(|id| {
-            cycle += r.next(gap + 1);
-            let c = r.next(u64::from(o.controllers().min(2))) as u32;
-            let a = DramAddr {
-                channel: c / o.pseudo_channels,
-                pseudo_channel: c % o.pseudo_channels,
-                rank: r.next(u64::from(o.ranks)) as u32,
-                bank_group: r.next(u64::from(o.bank_groups)) as u32,
-                bank: r.next(u64::from(o.banks.min(2))) as u32,
-                row: r.next(u64::from(rows.min(o.rows))) as u32,
-                column: r.next(u64::from(o.columns)) as u32,
-            };
-            let bytes = [32, 64, 128][r.next(3) as usize];
-            let addr = s.mapping().encode(&a).expect("in range").min(s.capacity_bytes() - bytes as u64);
-            let at = s.clock().edge(cycle);
-            if r.next(100) < write_pct {
-                MemRequest::write(id, addr, bytes, at)
-            } else {
-                MemRequest::read(id, addr, bytes, at)
-            }
-        })
-        .collect()
+    let next_tick = |r: &mut Lcg| {
+        cycle += r.next(gap + 1);
+        s.clock().edge(cycle)
+    };
+    random_requests(s, seed, n, (rows, 2), &[32, 64, 128], write_pct, next_tick)
 }
 
 /// Asserts that the model and the reference issue the same commands; returns them.
@@ -405,11 +386,8 @@ fn check(s: &DramSpec, plan: Vec<MemRequest>) -> Vec<IssuedCommand> {
     let got = run_plan_as(s, plan, 1 << 16, true, Some(s.clock().edge(last)), false);
     // A controller left owing a refresh at the end stays awake for it and may issue past the
     // reference's last cycle, where the reference stopped.
-    let mut got: Vec<IssuedCommand> = got.log.into_iter().filter(|c| c.cycle <= last).collect();
-    let key = |c: &IssuedCommand| (c.cycle, c.channel, c.pseudo_channel);
-    got.sort_by_key(key);
-    let mut want = want;
-    want.sort_by_key(key);
+    let got: Vec<IssuedCommand> = got.log.into_iter().filter(|c| c.cycle <= last).collect();
+    let (got, want) = (in_time_order(&got), in_time_order(&want));
     let show = |c: &IssuedCommand| {
         format!(
             "c{} {} ch{} pc{} r{} bg{} b{} row {} col {}",

@@ -10,22 +10,16 @@
 #[path = "dram_helpers.rs"]
 mod helpers;
 
-use helpers::{Lcg, Outcome, PRESETS, run_plan_as, spec, trace, trace_args, variant};
+use helpers::{Lcg, Outcome, PRESETS, in_time_order, run_plan_as, spec, trace, trace_args, variant};
 use mem_model::MemRequest;
 use mem_model::dram::DramSpec;
 use proptest::prelude::*;
 
 /// The first place where `a` (normal) and `b` (every cycle) differ, described, or `None`.
-/// Commands are compared in time order: the log is in the order the commands were decided, and
-/// a sleeping pseudo-channel's refreshes are decided (replayed, at their own cycles) when it or
-/// its sibling next has work, which polling moves earlier.
+/// Commands are compared in time order ([`in_time_order`]): polling moves the moment a sleeping
+/// pseudo-channel's refreshes are decided, not their cycles.
 fn difference(a: &Outcome, b: &Outcome) -> Option<String> {
-    let timed = |o: &Outcome| {
-        let mut log = o.log.clone();
-        log.sort_by_key(|c| (c.cycle, c.channel, c.pseudo_channel));
-        log
-    };
-    let (la, lb) = (timed(a), timed(b));
+    let (la, lb) = (in_time_order(&a.log), in_time_order(&b.log));
     for (i, (x, y)) in la.iter().zip(&lb).enumerate() {
         if x != y {
             let from = i.saturating_sub(3);
