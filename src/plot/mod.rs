@@ -305,9 +305,10 @@ pub fn rasterise(svg: &str) -> Result<Vec<u8>, String> {
 /// (edges smoothed between two others) take the nearest in the palette, where the eye does
 /// not tell them apart. A third of the size of an RGBA PNG.
 fn indexed_png(rgb: &[[u8; 3]], width: u32, height: u32) -> Result<Vec<u8>, png::EncodingError> {
+    // A plot is mostly long runs of one colour: hash once per run, not once per pixel.
     let mut counts: std::collections::HashMap<[u8; 3], u64> = std::collections::HashMap::new();
-    for p in rgb {
-        *counts.entry(*p).or_default() += 1;
+    for run in rgb.chunk_by(|a, b| a == b) {
+        *counts.entry(run[0]).or_default() += run.len() as u64;
     }
     let mut by_count: Vec<([u8; 3], u64)> = counts.into_iter().collect();
     // Most frequent first; equal counts by colour, so the file is the same every time.
@@ -323,7 +324,11 @@ fn indexed_png(rgb: &[[u8; 3]], width: u32, height: u32) -> Result<Vec<u8>, png:
             (c, nearest as u8)
         })
         .collect();
-    let pixels: Vec<u8> = rgb.iter().map(|p| index.get(p).copied().unwrap_or(0)).collect();
+    let mut pixels: Vec<u8> = Vec::with_capacity(rgb.len());
+    for run in rgb.chunk_by(|a, b| a == b) {
+        let i = index.get(&run[0]).copied().unwrap_or(0);
+        pixels.resize(pixels.len() + run.len(), i);
+    }
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, width, height);
     encoder.set_color(png::ColorType::Indexed);
