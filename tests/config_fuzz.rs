@@ -11,8 +11,11 @@
 //! cargo test --release --test config_fuzz -- --ignored
 //! ```
 //!
-//! A small fixed sample of the memory preset's cases runs with the other tests, so that the
-//! harness itself stays in working order.
+//! Workloads that read the shared datasets folder beside the repository (`../shared/datasets`)
+//! are swept where it is there; the copies are laid out so that their relative paths resolve.
+//!
+//! Small fixed samples of the memory preset's cases and of one such workload's run with the
+//! other tests, so that the harness itself stays in working order.
 
 // The workspaces link `traces/` with a Unix symlink.
 #![cfg(unix)]
@@ -64,6 +67,20 @@ const TARGETS: &[(&str, Mode)] = &[
     ("memory/hbm3-6400.toml", Mode::Memory),
     ("memory/ddr5-4800.toml", Mode::Memory),
 ];
+
+/// The files of the full sweep whose workloads read `../shared/datasets` (the shared datasets
+/// folder beside the repository): swept where it is there.
+const SHARED_TARGETS: &[(&str, Mode)] = &[
+    ("workloads/gnn-enron.toml", Mode::Experiment("workloads/gnn-enron.toml")),
+    ("workloads/gnn-slashdot.toml", Mode::Experiment("workloads/gnn-slashdot.toml")),
+    ("workloads/kg-fb15k237-names.toml", Mode::Experiment("workloads/kg-fb15k237-names.toml")),
+];
+
+/// The shared folder beside the repository (`../shared`), if it is there.
+fn shared_dir() -> Option<std::path::PathBuf> {
+    let p = configs().parent()?.parent()?.join("shared");
+    p.join("datasets").is_dir().then_some(p)
+}
 
 /// Longest a run may take before it counts as a hang.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -155,8 +172,10 @@ fn cases_of(file: &'static str, mode: Mode) -> Vec<Case> {
     cases
 }
 
-/// A worker's copy of the repository's `configs/` (and a link to its `traces/`, which workloads
-/// name as `../../traces/...`), in which one file at a time is mutated and then restored.
+/// A worker's copy of the repository's `configs/`, laid out as the repository is: `repo/configs`
+/// with links to its `traces/` (which workloads name as `../../traces/...`) at `repo/traces` and
+/// to the shared folder (`../../../shared/...`) at `shared`, beside `repo`. One file at a time
+/// is mutated and then restored.
 struct Workspace {
     dir: TestDir,
 }
@@ -164,15 +183,19 @@ struct Workspace {
 impl Workspace {
     fn new(tag: &str) -> Workspace {
         let dir = temp_dir(tag);
-        copy_dir(&configs(), &dir.join("configs"));
+        let repo = dir.join("repo");
+        copy_dir(&configs(), &repo.join("configs"));
         let traces = configs().parent().expect("the repository").join("traces");
-        std::os::unix::fs::symlink(traces, dir.join("traces")).expect("link traces/");
+        std::os::unix::fs::symlink(traces, repo.join("traces")).expect("link traces/");
+        if let Some(shared) = shared_dir() {
+            std::os::unix::fs::symlink(shared, dir.join("shared")).expect("link the shared folder");
+        }
         Workspace { dir }
     }
 
     /// Runs `case`: its exit code (None: killed by a signal or the timeout) and stderr.
     fn run(&self, case: &Case) -> (Option<i32>, String) {
-        let cfgs = self.dir.join("configs");
+        let cfgs = self.dir.join("repo").join("configs");
         let path = cfgs.join(case.file);
         let original = std::fs::read_to_string(&path).expect("read the file to mutate");
         let mutated: Vec<String> = original
@@ -353,10 +376,38 @@ fn a_sample_of_bad_memory_preset_values_ends_cleanly() {
     assert!(faults.is_empty(), "{}", faults.join("\n"));
 }
 
+/// A fixed sample (every 8th case) of a workload that reads `../shared/datasets`, where it is
+/// there: the workspace's link to it must resolve as the repository's own does.
+#[test]
+fn a_sample_of_bad_values_in_a_workload_reading_the_shared_folder_ends_cleanly() {
+    if shared_dir().is_none() {
+        eprintln!("skipped: ../shared/datasets is absent");
+        return;
+    }
+    let (file, mode) = SHARED_TARGETS[0];
+    // The copy unmutated must run: else every case could end in a "file not found".
+    let text = std::fs::read_to_string(configs().join(file)).expect("read a shipped config");
+    let (line, (key, value)) =
+        text.lines().enumerate().find_map(|(i, l)| Some((i, assignment(l)?))).expect("an assignment");
+    let (code, err) = Workspace::new("fuzz-shared").run(&Case { file, mode, line, key, value });
+    assert_eq!(code, Some(0), "{file} unmutated: {err}");
+    let cases: Vec<Case> = cases_of(file, mode).into_iter().step_by(8).collect();
+    assert!(cases.len() >= 5, "{} cases", cases.len());
+    let faults = sweep(&cases, 2);
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+}
+
 #[test]
 #[ignore = "thousands of runs: cargo test --release --test config_fuzz -- --ignored"]
 fn every_bad_value_in_the_shipped_configs_ends_cleanly() {
-    let cases: Vec<Case> = TARGETS.iter().flat_map(|&(file, mode)| cases_of(file, mode)).collect();
+    let shared: &[(&str, Mode)] = if shared_dir().is_some() {
+        SHARED_TARGETS
+    } else {
+        eprintln!("skipped the workloads that read ../shared/datasets: it is absent");
+        &[]
+    };
+    let cases: Vec<Case> =
+        TARGETS.iter().chain(shared).flat_map(|&(file, mode)| cases_of(file, mode)).collect();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let start = Instant::now();
     let faults = sweep(&cases, workers);
