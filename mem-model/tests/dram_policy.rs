@@ -18,7 +18,10 @@
 //! a refresh, its banks take no other command, and it gets its precharge (PRE or PREA) and its
 //! refresh as soon as the device allows. The reference runs every controller every cycle in
 //! index order, idle ones too, so it also checks the model's replay of the refreshes that
-//! sleeping controllers owe. Queues and links are large enough that nothing waits for room.
+//! sleeping controllers owe. Admission: a cycle's arrivals are queued before its runs, burst by
+//! burst in arrival order; a burst whose queue is full makes the port wait (later requests
+//! wait behind it), and the room a cycle's commands free is taken once every controller has run,
+//! so what it admits goes from the next cycle. Links never fill.
 
 #[path = "dram_helpers.rs"]
 mod helpers;
@@ -30,7 +33,7 @@ use mem_model::dram::{
     RefreshMode, Scheduler,
 };
 use proptest::prelude::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// One queued burst.
 #[derive(Debug, Clone, Copy)]
@@ -134,34 +137,61 @@ fn reference(spec: &DramSpec, plan: &[MemRequest]) -> (Vec<IssuedCommand>, u64) 
     let mut log = Vec::new();
     let mut seq = 0;
     let mut next = 0;
+    // The port: requests arrived and not yet wholly queued, oldest first, each with the bursts
+    // it has queued (`None`: not yet taken, so not yet checked against the write queue).
+    let mut port: VecDeque<(MemRequest, Option<usize>)> = VecDeque::new();
     // Requests are sent on a DRAM clock edge and arrive over a 1-cycle link on the next one.
     let arrival = |r: &MemRequest| clock.cycle_at(r.issued) + 1;
     let mut cycle = 0;
-    loop {
-        // This cycle's arrivals are queued before any controller runs (deliveries come first).
-        while next < plan.len() && arrival(&plan[next]) <= cycle {
-            let r = &plan[next];
-            next += 1;
+    // Queues the port's requests in order, burst by burst, until a queue is full.
+    let mut admit = |port: &mut VecDeque<(MemRequest, Option<usize>)>,
+                     pcs: &mut Vec<Pc>,
+                     queued_writes: &mut HashMap<u64, u32>| {
+        while let Some((r, queued)) = port.front_mut() {
             let start = r.addr / burst * burst;
             let end = (r.addr + u64::from(r.bytes)).div_ceil(burst) * burst;
             let bursts: Vec<u64> = (start..end).step_by(burst as usize).collect();
-            if !r.write && bursts.iter().all(|b| queued_writes.get(b).is_some_and(|&n| n > 0)) {
-                continue; // answered from the write queue
-            }
-            for b in bursts {
+            let done = match *queued {
+                Some(n) => n,
+                None if !r.write && bursts.iter().all(|b| queued_writes.get(b).is_some_and(|&n| n > 0)) => {
+                    port.pop_front(); // answered from the write queue
+                    continue;
+                }
+                None => 0,
+            };
+            *queued = Some(done);
+            let d = r.write as usize;
+            for (k, &b) in bursts.iter().enumerate().skip(done) {
                 let a = spec.mapping().decode(b).expect("in range");
                 let i = spec.mapping().controller_of(&a) as usize;
+                if pcs[i].queue[d].len() as u32 >= [cfg.read_queue, cfg.write_queue][d] {
+                    // Full: the port waits for room, keeping arrival order.
+                    return;
+                }
                 seq += 1;
-                pcs[i].queue[r.write as usize].push(Burst { seq, a, addr: b });
+                pcs[i].queue[d].push(Burst { seq, a, addr: b });
                 if r.write {
                     *queued_writes.entry(b).or_default() += 1;
                 }
+                *queued = Some(k + 1);
             }
+            port.pop_front();
         }
+    };
+    loop {
+        // This cycle's arrivals are queued before any controller runs (deliveries come first).
+        while next < plan.len() && arrival(&plan[next]) <= cycle {
+            port.push_back((plan[next], None));
+            next += 1;
+        }
+        admit(&mut port, &mut pcs, &mut queued_writes);
         for pc in &mut pcs {
             run(&cfg, &mut dev, pc, cycle, &mut queued_writes, &mut log, clock);
         }
-        if next == plan.len() && pcs.iter().all(|p| p.queue.iter().all(Vec::is_empty)) {
+        // Room the runs freed is taken once they are over; what it queues waits for the next
+        // cycle.
+        admit(&mut port, &mut pcs, &mut queued_writes);
+        if next == plan.len() && port.is_empty() && pcs.iter().all(|p| p.queue.iter().all(Vec::is_empty)) {
             return (log, cycle);
         }
         cycle += 1;
@@ -356,10 +386,22 @@ fn run(
 
 /// `spec` with refresh `refresh`, queues of 4096 bursts and watermarks `high`/`low`.
 fn variant(name: &str, refresh: &str, scheduler: &str, page: &str, high: u32, low: u32) -> DramSpec {
+    variant_with_queues(name, refresh, scheduler, page, (high, low), 4096)
+}
+
+/// [`variant`] with read and write queues of `queue` bursts each.
+fn variant_with_queues(
+    name: &str,
+    refresh: &str,
+    scheduler: &str,
+    page: &str,
+    (high, low): (u32, u32),
+    queue: u32,
+) -> DramSpec {
     spec_with(name, |p: &mut DramPreset| {
         p.controller.refresh = refresh.into();
-        p.controller.read_queue = 4096;
-        p.controller.write_queue = 4096;
+        p.controller.read_queue = queue;
+        p.controller.write_queue = queue;
         p.controller.write_high_watermark = high;
         p.controller.write_low_watermark = low;
         p.controller.scheduler = scheduler.into();
@@ -471,5 +513,46 @@ fn dense_mixed_traffic_matches_the_reference_on_every_policy() {
         for &k in kinds {
             assert!(log.iter().filter(|c| c.cmd == k).count() >= 20, "{}: too few {k}", s.name());
         }
+    }
+}
+
+/// Presets and policies with queues of `queue` bursts, small enough that dense traffic fills
+/// them: the port then waits, and room freed by a cycle's commands is taken once the cycle's
+/// runs are over.
+fn small_queue_policy(which: u32, queue: u32) -> DramSpec {
+    let marks = (queue * 3 / 4, queue / 4);
+    match which % 5 {
+        0 => variant_with_queues("hbm3-6400", "none", "frfcfs_cap", "open", marks, queue),
+        1 => variant_with_queues("hbm3-h100", "per_bank", "frfcfs_cap", "open", marks, queue),
+        2 => variant_with_queues("ddr5-4800", "all_bank", "frfcfs", "closed", marks, queue),
+        3 => variant_with_queues("hbm2", "none", "frfcfs", "open", marks, queue),
+        _ => variant_with_queues("hbm2e", "per_bank", "frfcfs", "closed", marks, queue),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn with_full_queues_the_model_issues_what_the_reference_issues(
+        which in 0u32..5,
+        queue in 4u32..17,
+        seed in any::<u64>(),
+        n in 1usize..300,
+        rows in 1u32..6,
+        write_pct in 0u64..60,
+        gap in 0u64..3,
+    ) {
+        let s = small_queue_policy(which, queue);
+        check(&s, plan(&s, seed, n, rows, write_pct, gap));
+    }
+}
+
+#[test]
+fn dense_traffic_into_small_queues_matches_the_reference() {
+    for which in 0..5 {
+        let s = small_queue_policy(which, 8);
+        let log = check(&s, plan(&s, 70 + u64::from(which), 1500, 4, 35, 0));
+        assert!(log.len() > 3000, "{}: {} commands", s.name(), log.len());
     }
 }

@@ -18,7 +18,10 @@
 //!   [`Component::status`]), as exec-core's cores record theirs. The front end checks
 //!   [`Dram::fault`] after a run.
 //! * A full controller queue leaves the rest of the request (and later ones from the same port)
-//!   in the link, which back-pressures the requester; other ports carry on.
+//!   in the link, which back-pressures the requester; other ports carry on. Room that a cycle's
+//!   commands free is taken once every controller has run in that cycle, and what it admits is
+//!   scheduled from the next cycle, as a front end that sends before each controller cycle (the
+//!   order of Ramulator 2's memory system) sees it.
 //! * Per-requester response order follows completion, not arrival.
 //! * Requests arriving in the same tick on different ports are taken port by port, from a
 //!   starting port that moves by one every memory cycle, whatever the order in which the engine
@@ -225,6 +228,9 @@ pub struct Dram<M> {
     queued_writes: AddressMap<u32>,
     /// Run every controller with work at every memory cycle (see [`Dram::set_run_every_cycle`]).
     every_cycle: bool,
+    /// The cycle whose controller runs are over while blocked ports take the queue space they
+    /// freed (`u64::MAX`: none): what they queue waits for the next cycle.
+    runs_done_at: u64,
     _msg: PhantomData<fn() -> M>,
 }
 
@@ -294,6 +300,7 @@ impl<M> Dram<M> {
             banks: o.banks,
             queued_writes: AddressMap::default(),
             every_cycle: false,
+            runs_done_at: u64::MAX,
             spec: spec.clone(),
             _msg: PhantomData,
         })
@@ -496,10 +503,15 @@ where
                 self.blocked_ports += 1;
                 return false;
             }
+            // Space freed by this cycle's runs: they are over, and what it admits waits for the
+            // next cycle.
+            let after_runs = self.runs_done_at == cycle;
             if self.ctrls[i].is_idle() {
-                // Before any run of this cycle: sleepers owing a refresh now run in index order.
+                // Before any run of this cycle, sleepers owing a refresh now run in index order;
+                // after them, they replay what they owe up to and including this cycle.
                 let ch = i / self.pcs as usize;
-                self.catch_up(ch, cycle, ch * self.pcs as usize, ctx.stats());
+                let before = if after_runs { usize::MAX } else { ch * self.pcs as usize };
+                self.catch_up(ch, cycle, before, ctx.stats());
                 self.absorb(ctx);
             }
             let bank = Controller::bank_index((self.bank_groups, self.banks), &a);
@@ -518,6 +530,9 @@ where
             let mut wake = self.ctrls[i].push(&self.device, run, cycle);
             if self.every_cycle {
                 wake = cycle;
+            }
+            if after_runs {
+                wake = wake.max(cycle + 1);
             }
             self.wake_at[i] = self.wake_at[i].min(wake);
             self.min_wake = self.min_wake.min(wake);
@@ -602,7 +617,8 @@ where
             stats.add(self.ids.write_drains, u64::from(out.drains));
             out.drains = 0;
         }
-        // `out.freed` accumulates: `advance` retries blocked ports once the cycle's runs are done.
+        // `out.freed` accumulates: `advance` retries blocked ports once the cycle's runs are done,
+        // and clears it.
         self.out = out;
     }
 
@@ -794,12 +810,11 @@ where
             self.completions.pop_front();
             self.complete(slot, ctx);
         }
-        // Retrying blocked ports can queue work for this very cycle: a few passes settle it
-        // (anything left is picked up by a timer at this tick).
-        for _ in 0..4 {
-            if self.min_wake > cycle {
-                break;
-            }
+        // One pass, in index order: every controller due runs once a cycle, as if all ran every
+        // cycle. Queue space its commands free is taken by the blocked ports once the pass is
+        // over, and what they queue is scheduled from the next cycle, as a front end that sends
+        // before each controller cycle sees it (Ramulator 2's order).
+        if self.min_wake <= cycle {
             self.min_wake = u64::MAX;
             for i in 0..self.ctrls.len() {
                 if self.wake_at[i] <= cycle {
@@ -818,11 +833,12 @@ where
                 self.min_wake = self.min_wake.min(self.wake_at[i]);
             }
             self.absorb(ctx);
-            let freed = std::mem::take(&mut self.out.freed);
-            if freed == 0 || self.blocked_ports == 0 {
-                break;
+            if self.out.freed > 0 && self.blocked_ports > 0 {
+                self.runs_done_at = cycle;
+                self.retry_blocked(ctx);
+                self.runs_done_at = u64::MAX;
+                self.absorb(ctx);
             }
-            self.retry_blocked(ctx);
         }
         self.out.freed = 0;
     }
