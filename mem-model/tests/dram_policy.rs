@@ -480,19 +480,31 @@ fn policy(which: u32) -> DramSpec {
     }
 }
 
+/// A random trace's parameters for [`plan`]: (seed, requests, rows, write %, gap), with up to
+/// `max_n` requests at most `max_gap` cycles apart.
+fn traffic(max_n: usize, max_gap: u64) -> impl Strategy<Value = (u64, usize, u32, u64, u64)> {
+    (any::<u64>(), 1usize..max_n, 1u32..6, 0u64..60, 0u64..=max_gap)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn the_model_issues_what_a_plain_reference_scheduler_issues(
         which in 0u32..10,
-        seed in any::<u64>(),
-        n in 1usize..200,
-        rows in 1u32..6,
-        write_pct in 0u64..60,
-        gap in 0u64..12,
+        (seed, n, rows, write_pct, gap) in traffic(200, 11),
     ) {
         let s = policy(which);
+        check(&s, plan(&s, seed, n, rows, write_pct, gap));
+    }
+
+    #[test]
+    fn with_full_queues_the_model_issues_what_the_reference_issues(
+        which in 0u32..5,
+        queue in 4u32..17,
+        (seed, n, rows, write_pct, gap) in traffic(300, 2),
+    ) {
+        let s = small_queue_policy(which, queue);
         check(&s, plan(&s, seed, n, rows, write_pct, gap));
     }
 }
@@ -527,24 +539,6 @@ fn small_queue_policy(which: u32, queue: u32) -> DramSpec {
         2 => variant_with_queues("ddr5-4800", "all_bank", "frfcfs", "closed", marks, queue),
         3 => variant_with_queues("hbm2", "none", "frfcfs", "open", marks, queue),
         _ => variant_with_queues("hbm2e", "per_bank", "frfcfs", "closed", marks, queue),
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-
-    #[test]
-    fn with_full_queues_the_model_issues_what_the_reference_issues(
-        which in 0u32..5,
-        queue in 4u32..17,
-        seed in any::<u64>(),
-        n in 1usize..300,
-        rows in 1u32..6,
-        write_pct in 0u64..60,
-        gap in 0u64..3,
-    ) {
-        let s = small_queue_policy(which, queue);
-        check(&s, plan(&s, seed, n, rows, write_pct, gap));
     }
 }
 
