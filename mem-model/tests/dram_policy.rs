@@ -480,6 +480,20 @@ fn policy(which: u32) -> DramSpec {
     }
 }
 
+/// Presets and policies with queues of `queue` bursts, small enough that dense traffic fills
+/// them: the port then waits, and room freed by a cycle's commands is taken once the cycle's
+/// runs are over.
+fn small_queue_policy(which: u32, queue: u32) -> DramSpec {
+    let marks = (queue * 3 / 4, queue / 4);
+    match which % 5 {
+        0 => variant_with_queues("hbm3-6400", "none", "frfcfs_cap", "open", marks, queue),
+        1 => variant_with_queues("hbm3-h100", "per_bank", "frfcfs_cap", "open", marks, queue),
+        2 => variant_with_queues("ddr5-4800", "all_bank", "frfcfs", "closed", marks, queue),
+        3 => variant_with_queues("hbm2", "none", "frfcfs", "open", marks, queue),
+        _ => variant_with_queues("hbm2e", "per_bank", "frfcfs", "closed", marks, queue),
+    }
+}
+
 /// A random trace's parameters for [`plan`]: (seed, requests, rows, write %, gap), with up to
 /// `max_n` requests at most `max_gap` cycles apart.
 fn traffic(max_n: usize, max_gap: u64) -> impl Strategy<Value = (u64, usize, u32, u64, u64)> {
@@ -525,20 +539,6 @@ fn dense_mixed_traffic_matches_the_reference_on_every_policy() {
         for &k in kinds {
             assert!(log.iter().filter(|c| c.cmd == k).count() >= 20, "{}: too few {k}", s.name());
         }
-    }
-}
-
-/// Presets and policies with queues of `queue` bursts, small enough that dense traffic fills
-/// them: the port then waits, and room freed by a cycle's commands is taken once the cycle's
-/// runs are over.
-fn small_queue_policy(which: u32, queue: u32) -> DramSpec {
-    let marks = (queue * 3 / 4, queue / 4);
-    match which % 5 {
-        0 => variant_with_queues("hbm3-6400", "none", "frfcfs_cap", "open", marks, queue),
-        1 => variant_with_queues("hbm3-h100", "per_bank", "frfcfs_cap", "open", marks, queue),
-        2 => variant_with_queues("ddr5-4800", "all_bank", "frfcfs", "closed", marks, queue),
-        3 => variant_with_queues("hbm2", "none", "frfcfs", "open", marks, queue),
-        _ => variant_with_queues("hbm2e", "per_bank", "frfcfs", "closed", marks, queue),
     }
 }
 

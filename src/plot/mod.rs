@@ -306,9 +306,10 @@ pub fn rasterise(svg: &str) -> Result<Vec<u8>, String> {
 /// not tell them apart. A third of the size of an RGBA PNG.
 fn indexed_png(rgb: &[[u8; 3]], width: u32, height: u32) -> Result<Vec<u8>, png::EncodingError> {
     // A plot is mostly long runs of one colour: hash once per run, not once per pixel.
+    let runs: Vec<([u8; 3], usize)> = rgb.chunk_by(|a, b| a == b).map(|run| (run[0], run.len())).collect();
     let mut counts: std::collections::HashMap<[u8; 3], u64> = std::collections::HashMap::new();
-    for run in rgb.chunk_by(|a, b| a == b) {
-        *counts.entry(run[0]).or_default() += run.len() as u64;
+    for &(c, n) in &runs {
+        *counts.entry(c).or_default() += n as u64;
     }
     let mut by_count: Vec<([u8; 3], u64)> = counts.into_iter().collect();
     // Most frequent first; equal counts by colour, so the file is the same every time.
@@ -325,9 +326,8 @@ fn indexed_png(rgb: &[[u8; 3]], width: u32, height: u32) -> Result<Vec<u8>, png:
         })
         .collect();
     let mut pixels: Vec<u8> = Vec::with_capacity(rgb.len());
-    for run in rgb.chunk_by(|a, b| a == b) {
-        let i = index.get(&run[0]).copied().unwrap_or(0);
-        pixels.resize(pixels.len() + run.len(), i);
+    for &(c, n) in &runs {
+        pixels.resize(pixels.len() + n, index.get(&c).copied().unwrap_or(0));
     }
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, width, height);

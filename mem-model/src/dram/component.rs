@@ -228,9 +228,6 @@ pub struct Dram<M> {
     queued_writes: AddressMap<u32>,
     /// Run every controller with work at every memory cycle (see [`Dram::set_run_every_cycle`]).
     every_cycle: bool,
-    /// The cycle whose controller runs are over while blocked ports take the queue space they
-    /// freed (`u64::MAX`: none): what they queue waits for the next cycle.
-    runs_done_at: u64,
     _msg: PhantomData<fn() -> M>,
 }
 
@@ -300,7 +297,6 @@ impl<M> Dram<M> {
             banks: o.banks,
             queued_writes: AddressMap::default(),
             every_cycle: false,
-            runs_done_at: u64::MAX,
             spec: spec.clone(),
             _msg: PhantomData,
         })
@@ -368,11 +364,12 @@ impl<M> Dram<M>
 where
     M: Carries<MemRequest> + Carries<MemResponse>,
 {
-    /// Pulls requests from port `p` until its link is empty or a queue is full.
-    fn pull(&mut self, p: usize, ctx: &mut Ctx<'_, M>) {
+    /// Pulls requests from port `p` until its link is empty or a queue is full; `after_runs`:
+    /// into room that the current cycle's runs freed (see [`Dram::feed`]).
+    fn pull(&mut self, p: usize, after_runs: bool, ctx: &mut Ctx<'_, M>) {
         loop {
             if self.ports[p].split.is_some() {
-                if !self.feed(p, ctx) {
+                if !self.feed(p, after_runs, ctx) {
                     return;
                 }
                 continue;
@@ -456,7 +453,7 @@ where
             self.arrived.remove(p);
             // A port with a request half queued waits for space, keeping arrival order.
             if self.ports[p].split.is_none() {
-                self.pull(p, ctx);
+                self.pull(p, false, ctx);
             }
         }
     }
@@ -478,7 +475,9 @@ where
     }
 
     /// Queues the remaining bursts of port `p`'s current request; false if a queue is full.
-    fn feed(&mut self, p: usize, ctx: &mut Ctx<'_, M>) -> bool {
+    /// `after_runs`: into room that the current cycle's runs freed. They are over, so what it
+    /// queues waits for the next cycle, and sleepers replay what they owe up to this one.
+    fn feed(&mut self, p: usize, after_runs: bool, ctx: &mut Ctx<'_, M>) -> bool {
         let Some(mut split) = self.ports[p].split else { return true };
         let burst = self.spec.burst_bytes();
         let write = self.reqs[split.slot as usize].req.write;
@@ -503,9 +502,6 @@ where
                 self.blocked_ports += 1;
                 return false;
             }
-            // Space freed by this cycle's runs: they are over, and what it admits waits for the
-            // next cycle.
-            let after_runs = self.runs_done_at == cycle;
             if self.ctrls[i].is_idle() {
                 // Before any run of this cycle, sleepers owing a refresh now run in index order;
                 // after them, they replay what they owe up to and including this cycle.
@@ -811,9 +807,7 @@ where
             self.complete(slot, ctx);
         }
         // One pass, in index order: every controller due runs once a cycle, as if all ran every
-        // cycle. Queue space its commands free is taken by the blocked ports once the pass is
-        // over, and what they queue is scheduled from the next cycle, as a front end that sends
-        // before each controller cycle sees it (Ramulator 2's order).
+        // cycle; then blocked ports take the room it freed (module docs).
         if self.min_wake <= cycle {
             self.min_wake = u64::MAX;
             for i in 0..self.ctrls.len() {
@@ -834,20 +828,18 @@ where
             }
             self.absorb(ctx);
             if self.out.freed > 0 && self.blocked_ports > 0 {
-                self.runs_done_at = cycle;
                 self.retry_blocked(ctx);
-                self.runs_done_at = u64::MAX;
-                self.absorb(ctx);
             }
         }
         self.out.freed = 0;
     }
 
+    /// Lets the blocked ports take the room that the current cycle's runs freed.
     fn retry_blocked(&mut self, ctx: &mut Ctx<'_, M>) {
         self.blocked_ports = 0;
         for p in 0..self.ports.len() {
             if self.ports[p].split.is_some() {
-                self.pull(p, ctx);
+                self.pull(p, true, ctx);
             }
         }
     }
