@@ -36,6 +36,13 @@ pub fn configs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("configs")
 }
 
+/// The shared folder beside the repository (`../shared`), where it holds `datasets/`; a checkout
+/// without it skips what needs it.
+pub fn shared_dir() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    p.join("datasets").is_dir().then_some(p)
+}
+
 /// A small experiment: the DAE preset at 4 cores, the same without access units, an H100, and
 /// the small embedding bag; `extra` is appended (to override or break things).
 pub fn small_experiment(dir: &Path, extra: &str) -> PathBuf {

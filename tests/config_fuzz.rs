@@ -23,7 +23,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{TestDir, configs, small_experiment_text, temp_dir};
+use common::{TestDir, configs, shared_dir, small_experiment_text, temp_dir};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -75,12 +75,6 @@ const SHARED_TARGETS: &[(&str, Mode)] = &[
     ("workloads/gnn-slashdot.toml", Mode::Experiment("workloads/gnn-slashdot.toml")),
     ("workloads/kg-fb15k237-names.toml", Mode::Experiment("workloads/kg-fb15k237-names.toml")),
 ];
-
-/// The shared folder beside the repository (`../shared`), if it is there.
-fn shared_dir() -> Option<std::path::PathBuf> {
-    let p = configs().parent()?.parent()?.join("shared");
-    p.join("datasets").is_dir().then_some(p)
-}
 
 /// Longest a run may take before it counts as a hang.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -181,6 +175,11 @@ struct Workspace {
 }
 
 impl Workspace {
+    /// The copy of `configs/`.
+    fn configs(&self) -> std::path::PathBuf {
+        self.dir.join("repo").join("configs")
+    }
+
     fn new(tag: &str) -> Workspace {
         let dir = temp_dir(tag);
         let repo = dir.join("repo");
@@ -195,7 +194,7 @@ impl Workspace {
 
     /// Runs `case`: its exit code (None: killed by a signal or the timeout) and stderr.
     fn run(&self, case: &Case) -> (Option<i32>, String) {
-        let cfgs = self.dir.join("repo").join("configs");
+        let cfgs = self.configs();
         let path = cfgs.join(case.file);
         let original = std::fs::read_to_string(&path).expect("read the file to mutate");
         let mutated: Vec<String> = original

@@ -8,7 +8,7 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, dae_sim, run_config, small_experiment, temp_dir};
+use common::{configs, dae_sim, run_config, shared_dir, small_experiment, temp_dir};
 use compiler::kg_dict::{Dictionary, parse_named_triples};
 use dae_sim::experiment::{Experiment, Overrides};
 use std::path::{Path, PathBuf};
@@ -16,12 +16,11 @@ use std::path::{Path, PathBuf};
 /// `sub` in the shared datasets folder beside the repository (`../shared/datasets`), or `None`,
 /// with a note on stderr, where it is absent (a checkout without it skips these checks).
 fn shared(sub: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets").join(sub);
-    if p.exists() {
-        return Some(p);
+    let p = shared_dir().map(|s| s.join("datasets").join(sub)).filter(|p| p.exists());
+    if p.is_none() {
+        eprintln!("skipped: ../shared/datasets/{sub} is absent");
     }
-    eprintln!("skipped: {} is absent", p.display());
-    None
+    p
 }
 
 /// The rows of `stdout`'s main table naming `workload`.
