@@ -14,11 +14,20 @@
 //!   entry. A full structure or an empty queue stops dispatch (the cause is counted).
 //! - Issue: an instruction issues at the first cycle, not before its dispatch cycle, at which
 //!   its sources are ready and a functional unit of its class has an issue slot (units are
-//!   pipelined; older instructions claim slots first). Its result is ready `latency` cycles
-//!   later. A vector instruction, vector load or store wider than `datapath_bits` is cracked
-//!   into one micro-op per `datapath_bits`, each taking a slot; its result waits for the last. A load's result is ready at the first edge after its last line's response.
+//!   pipelined). Slots are booked once an instruction's source times are all known: at
+//!   dispatch, in program order, or when a load's answer gives the last of them. So an
+//!   instruction released by a load may find its cycle's slot taken by a younger one booked
+//!   before the answer came, where an age-ordered scheduler would have let it go first. Its
+//!   result is ready `latency` cycles later. A vector instruction, vector load or store wider
+//!   than `datapath_bits` is cracked into one micro-op per `datapath_bits`, each taking a slot
+//!   (a widening load counts its f32 lanes, like `vld`); its result waits for the last. A
+//!   load's result is ready at the first edge after its last line's response.
 //! - Memory: an issued load or store is split into line requests (each distinct line once). A
-//!   read of a line already in flight merges into that request; any other line needs one of
+//!   load of bytes that an older store in the ROB writes waits for that store's data (the
+//!   youngest such store's issue): values are right at dispatch, and this keeps their timing
+//!   causal (the load then reads behind the store's write, as forwarding through the L1). A
+//!   read of a line already in flight merges into that request, even while older accesses wait
+//!   for a slot (as a load that hits a busy MSHR does); any other line needs one of
 //!   `max_outstanding` miss slots (MSHRs) and room on the request link, taken in issue order,
 //!   and holds the slot until answered. Stores complete for retirement when they issue; their
 //!   store-queue entry is freed once they have retired and their write has been answered.
@@ -39,7 +48,8 @@
 //!   retirement unblocks it; responses, queue arrivals and freed link slots wake it otherwise.
 //! - Lookups: a `!lookup` load starts a row, and the vector loads that continue it at the next
 //!   address join it (up to 8 rows open, interleaved); the row's latency, from its first request
-//!   to its last chunk's answer, goes to `lookup_latency`, as an access unit times its rows.
+//!   to its last chunk's answer, goes to `lookup_latency`, as an access unit times its rows. A
+//!   masked load of no element requests nothing: it is no lookup and joins no row.
 
 use crate::isa::{
     AluOp, Cond, CoreProgram, FOp, GatherIndex, Inst, NUM_REGS, NUM_VARS, NUM_VREGS, TableFormat, VIntOp,
@@ -140,7 +150,7 @@ pub struct CoreConfig {
     /// Bits a vector pipe, load port or store port handles per micro-op (a multiple of 32). A
     /// vector instruction or vector load/store wider than this is cracked into one micro-op
     /// per `datapath_bits`, each taking an issue slot of its class: a 512-bit logical vector on
-    /// 128-bit pipes takes four.
+    /// 128-bit pipes takes four (a widening load counts the f32 lanes it writes).
     pub datapath_bits: u32,
 }
 
@@ -564,9 +574,14 @@ struct Slot {
     waiters: Vec<u32>,
 }
 
-/// Ring size of the issue-slot calendar: reservations further ahead than this many cycles are
-/// not limited (a dependence chain that long leaves the units idle anyway).
+/// Initial ring size of the issue-slot calendar, in cycles. A reservation further ahead than
+/// the ring reaches doubles it (up to [`MAX_HORIZON`]): consumers of a long result still share
+/// the units.
 const HORIZON: usize = 4096;
+
+/// The largest ring (about 12 MiB of words and skips for the five classes); reservations beyond
+/// it are not limited. No core this simulator models holds work that far ahead.
+const MAX_HORIZON: usize = 1 << 18;
 
 /// Issue slots used per class and cycle, as a ring of `(cycle << 8) | count` words (a word whose
 /// cycle differs is empty): no allocation per instruction.
@@ -580,9 +595,11 @@ struct Calendar {
     skip: Vec<u16>,
     limits: [u32; CLASSES],
     /// The highest floor seen. A cycle at or after it still holds its own reservations (a word
-    /// is only reused for a cycle `HORIZON` later, which must lie before some floor plus
-    /// `HORIZON`), so a skip read there is still true.
+    /// is only reused for a cycle `horizon` later, which must lie before some floor plus
+    /// `horizon`), so a skip read there is still true.
     floor: u64,
+    /// Cycles the ring holds per class (a power of two).
+    horizon: usize,
 }
 
 impl Calendar {
@@ -592,13 +609,33 @@ impl Calendar {
             skip: vec![1; CLASSES * HORIZON],
             limits,
             floor: 0,
+            horizon: HORIZON,
         }
     }
 
     /// Where cycle `c` of class `k` is kept in the ring.
     #[inline]
-    fn at(k: usize, c: u64) -> usize {
-        k * HORIZON + (c as usize & (HORIZON - 1))
+    fn at(&self, k: usize, c: u64) -> usize {
+        k * self.horizon + (c as usize & (self.horizon - 1))
+    }
+
+    /// Doubles the ring, keeping the reservations of the cycles from a ring's length before the
+    /// floor on (a search may start a few cycles before it; the new ring holds both spans
+    /// apart). The skips start over at one: always true, only slower.
+    fn grow(&mut self) {
+        let old = std::mem::replace(self, Calendar::new(self.limits));
+        self.floor = old.floor;
+        self.horizon = old.horizon * 2;
+        self.words = vec![u64::MAX; CLASSES * self.horizon];
+        self.skip = vec![1; CLASSES * self.horizon];
+        for k in 0..CLASSES {
+            for &w in &old.words[k * old.horizon..(k + 1) * old.horizon] {
+                if w != u64::MAX && w >> 8 >= old.floor.saturating_sub(old.horizon as u64) {
+                    let i = self.at(k, w >> 8);
+                    self.words[i] = w;
+                }
+            }
+        }
     }
 
     /// Takes `n` slots of `class` (the micro-ops of one instruction), each the first free one at
@@ -611,15 +648,20 @@ impl Calendar {
         }
         self.floor = self.floor.max(floor);
         let limit = u64::from(self.limits[k]);
-        let end = floor.saturating_add(HORIZON as u64);
+        let mut end = floor.saturating_add(self.horizon as u64);
         let mut left = u64::from(n.max(1));
         let start = from.max(floor);
         let mut c = start;
         loop {
             if c >= end {
-                return c;
+                if self.horizon >= MAX_HORIZON {
+                    return c;
+                }
+                self.grow();
+                end = floor.saturating_add(self.horizon as u64);
+                continue;
             }
-            let i = Calendar::at(k, c);
+            let i = self.at(k, c);
             let w = self.words[i];
             let used = if w >> 8 == c { w & 0xff } else { 0 };
             if used < limit {
@@ -648,7 +690,7 @@ impl Calendar {
     fn compress(&mut self, k: usize, start: u64, to: u64) {
         let mut c = start.max(self.floor);
         while c < to {
-            let i = Calendar::at(k, c);
+            let i = self.at(k, c);
             let next = c + u64::from(self.skip[i]);
             self.skip[i] = (to - c).min(u64::from(u16::MAX)) as u16;
             c = next;
@@ -820,6 +862,9 @@ pub struct Core<M> {
     to_issue: BinaryHeap<Reverse<(u64, u64)>>,
     send_queue: VecDeque<u32>,
     send_block: SendBlock,
+    /// Stores in the ROB, oldest first: (sequence number, first byte, one past the last). A
+    /// load of bytes one of them writes waits for it (see `dispatch_one`).
+    rob_stores: VecDeque<(u64, u64, u64)>,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
     /// Read lines in flight and their slot.
@@ -1032,6 +1077,7 @@ impl<M> Core<M> {
             open_rows: VecDeque::with_capacity(OPEN_ROWS + 1),
             to_issue: BinaryHeap::with_capacity(n_access),
             send_queue: VecDeque::with_capacity(n_access),
+            rob_stores: VecDeque::with_capacity(cfg.sq_entries as usize),
             send_block: SendBlock::None,
             slots: vec![Slot::default(); n_slots],
             free_slots: (0..n_slots as u32).rev().collect(),
@@ -1527,6 +1573,9 @@ struct Exec {
     slots: u32,
     /// A predicted branch that was mispredicted.
     mispredicted: bool,
+    /// The bytes a load or store touches, `[start, end)` (empty for other instructions; a
+    /// gather's from its lowest to past its highest element).
+    span: (u64, u64),
 }
 
 impl<M> Core<M>
@@ -1708,6 +1757,9 @@ where
                 }
             }
             self.retire_gap_from = rc + 1;
+            if mem == MemKind::Store {
+                self.rob_stores.pop_front();
+            }
             match mem {
                 MemKind::Load | MemKind::QueueRead => self.lq_used -= 1,
                 MemKind::Store if store_done => self.sq_used -= 1,
@@ -1836,6 +1888,27 @@ where
                 src_ready = src_ready.max(ready);
             }
         }
+        // A load of bytes that an older store in the ROB writes waits for that store's data
+        // (the youngest such store): it then reads them behind the store's write, as a store
+        // forwarding through the L1 would give them.
+        if d.mem == MemKind::Load
+            && !self.rob_stores.is_empty()
+            && self.windows.iter().any(|w| w.overlaps(exec.span.0, exec.span.1))
+            && let Some(&(s, _, _)) = self
+                .rob_stores
+                .iter()
+                .rev()
+                .find(|&&(_, start, end)| start < exec.span.1 && exec.span.0 < end)
+        {
+            let si = self.at(s);
+            match self.rob[si].complete {
+                UNKNOWN => {
+                    self.rob[si].waiters.push(seq);
+                    pending += 1;
+                }
+                c => src_ready = src_ready.max(c),
+            }
+        }
         {
             let e = &mut self.rob[i];
             e.pc = self.pc as u32;
@@ -1859,7 +1932,10 @@ where
         self.tail += 1;
         match d.mem {
             MemKind::Load | MemKind::QueueRead => self.lq_used += 1,
-            MemKind::Store => self.sq_used += 1,
+            MemKind::Store => {
+                self.sq_used += 1;
+                self.rob_stores.push_back((seq, exec.span.0, exec.span.1));
+            }
             MemKind::None => {}
         }
         // Nothing waits on an instruction just dispatched, so its result time needs no drain.
@@ -1973,7 +2049,9 @@ where
     }
 
     /// Sends line requests in issue order while miss slots are free and the link accepts them;
-    /// reads of a line in flight merge into its request.
+    /// reads of a line in flight merge into its request. Once the oldest access waits (for a
+    /// slot or the link), the younger ones still merge what is in flight, as loads that hit a
+    /// busy MSHR do in an L1D: merging needs neither.
     fn pump(&mut self, ctx: &mut Ctx<'_, M>) {
         self.send_block = SendBlock::None;
         while let Some(&a) = self.send_queue.front() {
@@ -1984,12 +2062,11 @@ where
                     (acc.lines[acc.next_line], acc.write, acc.next_line == 0)
                 };
                 if let Some(&s) = self.in_flight_lines.get(&line).filter(|_| !write) {
-                    self.slots[s as usize].waiters.push(a);
-                    self.counters.merged_requests += 1;
-                    ctx.stats().inc(self.stats.merged);
+                    self.merge_line(a, s, ctx);
                 } else {
                     let Some(s) = self.free_slots.pop() else {
                         self.send_block = SendBlock::Slots;
+                        self.merge_behind(ctx);
                         return;
                     };
                     let generation = self.slots[s as usize].generation;
@@ -2005,6 +2082,7 @@ where
                         // Woken with Wake::Space when the link frees a slot.
                         self.free_slots.push(s);
                         self.send_block = SendBlock::Link;
+                        self.merge_behind(ctx);
                         return;
                     }
                     let slot = &mut self.slots[s as usize];
@@ -2019,15 +2097,53 @@ where
                     self.counters.mem_requests += 1;
                     ctx.stats().inc(self.stats.mem_requests);
                 }
-                if first && !write {
-                    // Latency counts from the first request: waiting for a miss slot is the
-                    // core's queueing, not the memory's latency.
-                    self.accesses[ai].issued = ctx.now();
-                    self.change_loads_in_flight(true, ctx);
-                }
-                self.accesses[ai].next_line += 1;
+                self.line_taken(a, first && !write, ctx);
             }
             self.send_queue.pop_front();
+        }
+    }
+
+    /// Read access `a`'s next line merges into the request of slot `s`.
+    fn merge_line(&mut self, a: u32, s: u32, ctx: &mut Ctx<'_, M>) {
+        self.slots[s as usize].waiters.push(a);
+        self.counters.merged_requests += 1;
+        ctx.stats().inc(self.stats.merged);
+    }
+
+    /// Access `a`'s next line has been sent or merged; `starts`: it is a load's first line.
+    fn line_taken(&mut self, a: u32, starts: bool, ctx: &mut Ctx<'_, M>) {
+        if starts {
+            // Latency counts from the first request: waiting for a miss slot is the core's
+            // queueing, not the memory's latency.
+            self.accesses[a as usize].issued = ctx.now();
+            self.change_loads_in_flight(true, ctx);
+        }
+        self.accesses[a as usize].next_line += 1;
+    }
+
+    /// With the oldest access waiting, merges the younger loads' next lines that are in flight
+    /// (each access's lines still go in order: one that needs a request waits its turn). An
+    /// access whose lines are all taken leaves the queue: its answers may free it before the
+    /// queue's head moves.
+    fn merge_behind(&mut self, ctx: &mut Ctx<'_, M>) {
+        let mut k = 1;
+        while k < self.send_queue.len() {
+            let a = self.send_queue[k];
+            let ai = a as usize;
+            if !self.accesses[ai].write {
+                while self.accesses[ai].next_line < self.accesses[ai].lines.len() {
+                    let acc = &self.accesses[ai];
+                    let (line, first) = (acc.lines[acc.next_line], acc.next_line == 0);
+                    let Some(&s) = self.in_flight_lines.get(&line) else { break };
+                    self.merge_line(a, s, ctx);
+                    self.line_taken(a, first, ctx);
+                }
+                if self.accesses[ai].next_line == self.accesses[ai].lines.len() {
+                    self.send_queue.remove(k);
+                    continue;
+                }
+            }
+            k += 1;
         }
     }
 
@@ -2157,6 +2273,10 @@ where
     /// The open row an unmarked vector load of `bytes` at `addr` continues (the newest that
     /// would load there next), or [`NONE32`].
     fn join_row(&mut self, addr: u64, bytes: u64) -> u32 {
+        if bytes == 0 {
+            // It requests nothing: the row is timed by its other chunks.
+            return NONE32;
+        }
         let rows = &mut self.rows;
         let Some(&r) = self.open_rows.iter().rev().find(|&&r| rows[r as usize].next_addr == addr) else {
             return NONE32;
@@ -2268,7 +2388,8 @@ where
     /// Executes `d` (the instruction at `pc`) functionally; `Err` if it cannot dispatch (an
     /// empty queue) or faults.
     fn execute(&mut self, d: &Decoded, ctx: &mut Ctx<'_, M>) -> Result<Exec, Step> {
-        let mut x = Exec { next_pc: self.pc + 1, access: NONE32, slots: 1, mispredicted: false };
+        let mut x =
+            Exec { next_pc: self.pc + 1, access: NONE32, slots: 1, mispredicted: false, span: (0, 0) };
         macro_rules! tryf {
             ($e:expr) => {
                 match $e {
@@ -2328,6 +2449,7 @@ where
                 let row = if lookup { self.open_row(u64::MAX, ctx) } else { NONE32 };
                 x.access = self.new_access(false, row);
                 self.add_lines(x.access, addr, width.bytes());
+                x.span = (addr, addr.saturating_add(width.bytes()));
                 self.count_load(lookup, ctx);
             }
             Op::VLoad { fmt, vd, base, offset, count, lookup } => {
@@ -2335,14 +2457,19 @@ where
                 let addr = tryf!(self.address(base, offset));
                 tryf!(self.load_any(fmt, vd, addr, count));
                 let bytes = fmt.elem_bytes() * u64::from(count);
+                // A masked load of no element looks nothing up and joins no row.
+                let lookup = lookup && bytes > 0;
                 let row = if lookup {
                     self.open_row(addr.saturating_add(bytes), ctx)
                 } else {
                     self.join_row(addr, bytes)
                 };
                 x.access = self.new_access(false, row);
-                x.slots = self.port_uops(bytes);
+                // Its f32 lanes, not the bytes read: a widening load writes as many registers
+                // as `vld` (one micro-op each), see the ISA docs.
+                x.slots = self.port_uops(4 * u64::from(count));
                 self.add_lines(x.access, addr, bytes);
+                x.span = (addr, addr.saturating_add(bytes));
                 self.count_load(lookup, ctx);
             }
             Op::VGather { vd, base, offset, index, scale, count, lookup } => {
@@ -2350,6 +2477,7 @@ where
                 let start = vd as usize * self.lanes;
                 // Gather into a scratch copy first: the index vector may be the destination.
                 let mut lanes = [0f32; crate::isa::MAX_LANES as usize];
+                let lookup = lookup && count > 0;
                 let row = if lookup { self.open_row(u64::MAX, ctx) } else { NONE32 };
                 x.access = self.new_access(false, row);
                 for (i, lane) in lanes.iter_mut().enumerate().take(count as usize) {
@@ -2374,6 +2502,8 @@ where
                         }
                     }
                     self.add_lines(x.access, addr, 4);
+                    x.span =
+                        if i == 0 { (addr, addr + 4) } else { (x.span.0.min(addr), x.span.1.max(addr + 4)) };
                 }
                 self.vregs[start..start + self.lanes].copy_from_slice(&lanes[..self.lanes]);
                 x.slots = count;
@@ -2382,7 +2512,7 @@ where
             Op::VLoadQueue { fmt, vd, base, offset, count } => {
                 let addr = tryf!(self.address(base, offset));
                 tryf!(self.load_any(fmt, vd, addr, count));
-                x.slots = self.port_uops(fmt.elem_bytes() * u64::from(count));
+                x.slots = self.port_uops(4 * u64::from(count));
                 self.counters.queue_loads += 1;
                 ctx.stats().inc(self.stats.queue_loads);
             }
@@ -2450,6 +2580,7 @@ where
                 }
                 x.access = self.new_access(true, NONE32);
                 self.add_lines(x.access, addr, bytes);
+                x.span = (addr, addr + bytes);
                 self.count_store(ctx);
             }
             Op::VStore { vs, base, offset, count } => {
@@ -2463,6 +2594,7 @@ where
                     .copy_from_slice(&self.vregs[src..src + count as usize]);
                 x.access = self.new_access(true, NONE32);
                 self.add_lines(x.access, addr, bytes);
+                x.span = (addr, addr + bytes);
                 self.count_store(ctx);
             }
             Op::PopControl { rd } => {
@@ -2586,10 +2718,11 @@ where
 mod calendar_tests {
     use super::{CLASSES, Calendar, Class, HORIZON};
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
-    /// The calendar without skips: every cycle's word read in turn.
+    /// The calendar without a ring or skips: every cycle's count kept, read in turn.
     struct Plain {
-        words: Vec<u64>,
+        used: HashMap<(usize, u64), u64>,
         limits: [u32; CLASSES],
     }
 
@@ -2599,15 +2732,10 @@ mod calendar_tests {
             let mut left = u64::from(n.max(1));
             let mut c = from.max(floor);
             loop {
-                if c >= floor + HORIZON as u64 {
-                    return c;
-                }
-                let i = Calendar::at(k, c);
-                let w = self.words[i];
-                let used = if w >> 8 == c { w & 0xff } else { 0 };
-                if used < limit {
-                    let take = left.min(limit - used);
-                    self.words[i] = (c << 8) | (used + take);
+                let used = self.used.entry((k, c)).or_insert(0);
+                if *used < limit {
+                    let take = left.min(limit - *used);
+                    *used += take;
                     left -= take;
                     if left == 0 {
                         return c;
@@ -2620,6 +2748,22 @@ mod calendar_tests {
 
     const KINDS: [Class; 3] = [Class::Alu, Class::Vector, Class::Load];
 
+    /// Reservations past the ring's reach grow it and are still limited, and the ones made
+    /// before the growth are kept.
+    #[test]
+    fn far_reservations_grow_the_ring_and_keep_the_near_ones() {
+        let limits = [1, 1, 1, 1, 1];
+        let mut cal = Calendar::new(limits);
+        assert_eq!(cal.reserve_n(Class::Alu, 5, 0, 1), 5);
+        let far = 3 * HORIZON as u64;
+        for i in 0..16 {
+            assert_eq!(cal.reserve_n(Class::Alu, far, 0, 1), far + i);
+        }
+        assert!(cal.horizon > 3 * HORIZON);
+        // Cycle 5 is still taken: the next slot from 5 is 6.
+        assert_eq!(cal.reserve_n(Class::Alu, 5, 0, 1), 6);
+    }
+
     proptest! {
         /// Skipping runs of full cycles finds the same slots as reading every cycle, with
         /// floors that mostly move forward but sometimes step back a few cycles (a core's wakes
@@ -2630,7 +2774,7 @@ mod calendar_tests {
         ) {
             let limits = [2, 1, 1, 3, 1];
             let mut fast = Calendar::new(limits);
-            let mut plain = Plain { words: vec![u64::MAX; CLASSES * HORIZON], limits };
+            let mut plain = Plain { used: HashMap::new(), limits };
             let mut floor = 0u64;
             for (kind, ahead, step, n, back, leap) in ops {
                 // Now and then far ahead, so that the ring's words are reused.

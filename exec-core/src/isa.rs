@@ -19,7 +19,9 @@
 //! `vldq.f16`, ...) read `count` 2-byte or 1-byte elements, at any alignment, and convert each
 //! to an f32 lane exactly (an int8 to its integer value; dequantizing is the program's `vmul`
 //! and `vadd`). The conversion happens in the load pipe, as Arm SVE's widening loads (`LD1H`
-//! into 32-bit lanes plus `FCVT`, fused): same latency and issue cost as `vld`, fewer bytes.
+//! into 32-bit lanes plus `FCVT`, fused): same latency and issue cost as `vld` (a micro-op per
+//! `datapath_bits` of f32 lanes written: SVE's `LD1H` fills one register per micro-op),
+//! fewer bytes.
 //!
 //! Masks: the masked forms of `vld` and `vst` take their element count from a scalar register
 //! at run time (a prefix mask, the tail mask of a vectorized loop, which is the only mask shape
