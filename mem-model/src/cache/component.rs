@@ -18,16 +18,26 @@
 //!   round trip;
 //! - a write access is ready `hit_latency_cycles` after its lookup, hit or miss (write-back,
 //!   write-allocate: the write waits in the line, or in the MSHR's fetch, not in the requester);
-//! - a read miss fetches only the sectors the access touches (one downstream read spanning them);
-//!   a write miss fetches only the sectors it writes partially; a write covering whole sectors
-//!   needs no fetch;
+//! - a fetch reads exactly the sectors needed and not yet valid or on their way: a read miss
+//!   those the access touches, a read of a present line those it lacks, a write (miss or not)
+//!   those it writes partially (a write covering whole sectors needs no fetch). It sends one
+//!   downstream read per run of consecutive sectors (a request is an address and a size, not a
+//!   sector mask), so the usual fetch, a single run, is one read; its MSHR retires when all its
+//!   reads are back;
 //! - misses to a line with a fetch in flight merge into its MSHR (no second read); a read that
-//!   needs sectors the MSHR is not fetching adds one more downstream read to it.
+//!   needs sectors the MSHR is not fetching adds a fetch of those to it;
+//! - an evicted line writes back its dirty sectors only, one downstream write per run of them;
+//! - what a lookup sends downstream (fetches, write-backs, forwarded writes) leaves at the
+//!   lookup's edge, not at the tick the request arrived (or later, while the link refuses).
 //!
 //! Back-pressure: a port's request is taken off its link into a one-entry holding register and
-//! looked up from there; when it cannot proceed (no MSHR, no target slot, reads in flight at the
-//! MSHR count, the write buffer full, or too many of the port's answers waiting) it stays there
-//! and the port takes nothing more, so its link fills and the requester is refused. A miss whose
+//! looked up from there; when it cannot proceed (no MSHR, no target slot, its fetch's reads
+//! would take the reads in flight past the MSHR count, its write-back's writes would overflow
+//! the write buffer, or too many of the port's answers waiting) it stays there and the port
+//! takes nothing more, so its link fills and the requester is refused; a stalled lookup changes
+//! nothing, replacement state included. A fetch (write-back) of more runs than the MSHR count
+//! (write buffer) goes when no read (write) is queued or in flight, so it never waits forever;
+//! a single run needs one free slot, as it always did. A miss whose
 //! set has every way locked by fetches does not wait: it is served without allocating. Nothing
 //! is dropped. Fills are always taken, so the cache never blocks the level below. The cache
 //! sleeps when idle: it runs on arrivals, freed link slots and its own timers, set only for
@@ -115,7 +125,9 @@ pub struct CacheCounters {
     pub bypasses: u64,
     /// Valid lines evicted to make room.
     pub evictions: u64,
-    /// Dirty lines written back downstream.
+    /// Write-backs sent downstream: one write per run of consecutive dirty sectors of an evicted
+    /// line (one per dirty line when its dirty sectors are consecutive, as in any unsectored
+    /// cache), as `fills` counts one per read.
     pub writebacks: u64,
     /// Fill answers received from downstream.
     pub fills: u64,
@@ -262,12 +274,14 @@ pub struct Cache<M> {
     tags: TagArray,
     policy: Replacement,
     mshrs: MshrFile,
-    /// Downstream reads queued or in flight (at most the MSHR count).
+    /// Downstream reads queued or in flight (at most the MSHR count, or the runs of one fetch).
     reads_in_flight: u32,
-    /// Writes queued for downstream (at most the write-back buffer).
+    /// Writes queued for downstream (at most the write-back buffer, or the runs of one
+    /// write-back).
     writes_queued: u32,
     write_seq: u64,
-    /// Requests for downstream, in order.
+    /// Requests for downstream, in order, each `issued` at the edge it leaves (or, while the link
+    /// refuses, as soon after as it has room).
     down: VecDeque<MemRequest>,
     down_req: LinkId,
     down_resp: LinkId,
@@ -282,8 +296,10 @@ pub struct Cache<M> {
     answers_ahead: bool,
     /// Targets being completed by a fill (reused buffer).
     scratch: Vec<u32>,
-    /// The cycle of the lookups being counted, and lookups used in it.
+    /// The cycle of the lookups being counted, its edge (where what they send leaves), and
+    /// lookups used in it.
     cycle: u64,
+    cycle_edge: Tick,
     used: u32,
     rr: usize,
     /// Ports offered lookups: those with a request being looked up or arrived on their link
@@ -405,6 +421,7 @@ impl<M> Cache<M> {
             answers_ahead: cfg.answers_ahead,
             scratch: Vec::with_capacity(geo.mshr_targets as usize),
             cycle: 0,
+            cycle_edge: 0,
             used: 0,
             rr: 0,
             ready: PortSet::new(links.upstream.len()),
@@ -426,7 +443,9 @@ impl<M> Cache<M> {
     /// This cache as one of `banks` banks of a shared cache that interleave runs of
     /// `run_lines` lines (a [`super::Crossbar`]'s granule over the line size; bank
     /// `(line / run_lines) % banks` without hashing): its sets are indexed with the bank's
-    /// digit taken out of the line number, so every set is used.
+    /// digit taken out of the line number, so every set is used. The same holds behind the
+    /// crossbar's XOR hash, which only permutes the banks within each run of `banks` granules
+    /// (see [`super::BankHash::Xor`]).
     pub fn interleaved(mut self, banks: u32, run_lines: u64) -> Self {
         let tags = std::mem::replace(&mut self.tags, TagArray::new(1, 1));
         self.tags = tags.interleaved(u64::from(banks), run_lines);
@@ -512,26 +531,29 @@ impl<M> Cache<M> {
         port.request
     }
 
-    /// Queues a downstream read of `sectors` of `line` for MSHR `m`.
+    /// Queues the downstream reads of `sectors` of `line` for MSHR `m`, one per run of
+    /// consecutive sectors (check [`Cache::read_room`]), leaving at this cycle's lookup edge.
     fn fetch(&mut self, m: u16, line: u64, sectors: SectorMask, non_temporal: bool) {
-        let mask = Sectors::fill_gaps(sectors);
-        let (offset, bytes) = self.sectors.span(mask);
         let e = self.mshrs.get_mut(m);
-        e.pending |= mask;
-        e.reads += 1;
+        e.pending |= sectors;
         let id = u64::from(m) | u64::from(e.generation) << 32;
-        self.reads_in_flight += 1;
-        self.down.push_back(MemRequest {
-            id,
-            addr: (line << self.geo.line_shift) + offset,
-            bytes: bytes as u32,
-            write: false,
-            issued: self.now,
-            non_temporal,
-        });
+        for run in Sectors::runs(sectors) {
+            let (offset, bytes) = self.sectors.span(run);
+            self.mshrs.get_mut(m).reads += 1;
+            self.reads_in_flight += 1;
+            self.down.push_back(MemRequest {
+                id,
+                addr: (line << self.geo.line_shift) + offset,
+                bytes: bytes as u32,
+                write: false,
+                issued: self.cycle_edge,
+                non_temporal,
+            });
+        }
     }
 
-    /// Queues a downstream write of `bytes` at `addr` (a write-back, or a bypassed write).
+    /// Queues a downstream write of `bytes` at `addr` (a write-back run, or a bypassed write),
+    /// leaving at this cycle's lookup edge.
     fn write_down(&mut self, addr: u64, bytes: u64, non_temporal: bool) {
         self.write_seq += 1;
         self.writes_queued += 1;
@@ -540,15 +562,30 @@ impl<M> Cache<M> {
             addr,
             bytes: bytes as u32,
             write: true,
-            issued: self.now,
+            issued: self.cycle_edge,
             non_temporal,
         });
     }
 
-    /// Whether a new MSHR with one downstream read can be started.
+    /// Whether a fetch of `sectors` may go: its reads fit below the MSHR count, or nothing is
+    /// read (a fetch of more runs than MSHRs would otherwise never go). One run, the usual
+    /// fetch, needs a read slot free.
     #[inline]
-    fn mshr_room(&self) -> bool {
-        self.mshrs.has_free() && self.reads_in_flight < self.geo.mshrs
+    fn read_room(&self, sectors: SectorMask) -> bool {
+        let runs = Sectors::run_count(sectors);
+        self.reads_in_flight + runs <= self.geo.mshrs || self.reads_in_flight == 0
+    }
+
+    /// Whether `runs` writes may join the write buffer: they fit, or it is empty.
+    #[inline]
+    fn write_room(&self, runs: u32) -> bool {
+        self.writes_queued + runs <= self.geo.writeback_buffer || self.writes_queued == 0
+    }
+
+    /// Whether a new MSHR fetching `sectors` can be started.
+    #[inline]
+    fn mshr_room(&self, sectors: SectorMask) -> bool {
+        self.mshrs.has_free() && self.read_room(sectors)
     }
 }
 
@@ -698,11 +735,15 @@ where
         }
     }
 
-    /// The body of [`Cache::flush_down`].
+    /// The body of [`Cache::flush_down`]. A request goes on the link now, to leave at its lookup's
+    /// edge (`issued`, at or after now; a refused one leaves when the link has room). It takes
+    /// its slot of the link from now: this cache is the link's only sender, and a slot that frees
+    /// before the edge wakes it to send what was refused, so everything leaves when it would
+    /// have, sent at the edge.
     #[inline(never)]
     fn send_down(&mut self, ctx: &mut Ctx<'_, M>) {
         while let Some(&req) = self.down.front() {
-            if ctx.send(self.down_req, M::wrap(req)).is_err() {
+            if ctx.send_at(self.down_req, M::wrap(req), req.issued).is_err() {
                 self.down_blocked = true;
                 return;
             }
@@ -781,6 +822,7 @@ where
         let cycle = self.cycles.cycle_of(self.now);
         if cycle != self.cycle {
             self.cycle = cycle;
+            self.cycle_edge = self.cycles.edge(cycle);
             self.used = 0;
         }
         let n = self.ports.len();
@@ -981,7 +1023,7 @@ where
         let m = if lock != NO_MSHR {
             let m = lock;
             let uncovered = missing & !self.mshrs.get(m).pending;
-            let read_room = uncovered == 0 || self.reads_in_flight < self.geo.mshrs;
+            let read_room = uncovered == 0 || self.read_room(uncovered);
             if !self.mshrs.target_room(m) || !self.request_room(p) || !read_room {
                 return Outcome::Stall(Stall::Mshr);
             }
@@ -993,7 +1035,7 @@ where
             }
             m
         } else {
-            if !self.mshr_room() || !self.request_room(p) {
+            if !self.mshr_room(missing) || !self.request_room(p) {
                 return Outcome::Stall(Stall::Mshr);
             }
             let Some(m) = self.mshrs.allocate(line, Some(w as u32)) else {
@@ -1013,7 +1055,8 @@ where
     }
 
     /// A write of bytes `[lo, hi)` of a line that is present: whole sectors become valid and
-    /// dirty at once; partly written sectors not present are fetched (or already are).
+    /// dirty at once; partly written sectors not present are fetched (or already are), and
+    /// nothing else.
     fn write_present(&mut self, set: usize, w: usize, line: u64, (lo, hi): (u64, u64), nt: bool) -> Outcome {
         let need = self.sectors.touched(lo, hi);
         let full = self.sectors.covered(lo, hi);
@@ -1023,12 +1066,12 @@ where
         let fetch = partial & !pending;
         if fetch != 0 {
             if lock != NO_MSHR {
-                if self.reads_in_flight >= self.geo.mshrs {
+                if !self.read_room(fetch) {
                     return Outcome::Stall(Stall::Mshr);
                 }
                 self.fetch(lock, line, fetch, nt);
             } else {
-                if !self.mshr_room() {
+                if !self.mshr_room(fetch) {
                     return Outcome::Stall(Stall::Mshr);
                 }
                 let Some(m) = self.mshrs.allocate(line, Some(w as u32)) else {
@@ -1087,25 +1130,32 @@ where
         }
         let full = if req.write { self.sectors.covered(lo, hi) } else { 0 };
         let fetch = need & !full;
-        if fetch != 0 && (!self.mshr_room() || (!req.write && !self.request_room(p))) {
+        if fetch != 0 && (!self.mshr_room(fetch) || (!req.write && !self.request_room(p))) {
             return Outcome::Stall(Stall::Mshr);
         }
         let tags = &self.tags;
+        // Choosing changes nothing: the choice is committed (`evict`) past the last stall.
         let Some(v) = empty.or_else(|| self.policy.victim(set, |w| tags.unlocked(set, w))) else {
             return self.set_busy(p, req, line, (lo, hi), cycle);
         };
         let old = self.tags.line(set, v);
         let victim = self.tags.way(set, v);
         let write_back = old.is_some() && victim.dirty != 0;
-        if write_back && self.writes_queued >= self.geo.writeback_buffer {
+        if write_back && !self.write_room(Sectors::run_count(victim.dirty)) {
             return Outcome::Stall(Stall::Writeback);
+        }
+        if empty.is_none() {
+            self.policy.evict(set, v);
         }
         if let Some(old) = old {
             self.bump(Count::Evictions);
             if write_back {
-                let (offset, bytes) = self.sectors.span(victim.dirty);
-                self.write_down((old << self.geo.line_shift) + offset, bytes, false);
-                self.bump(Count::Writebacks);
+                // Only the sectors written: a sector never held has nothing to write.
+                for run in Sectors::runs(victim.dirty) {
+                    let (offset, bytes) = self.sectors.span(run);
+                    self.write_down((old << self.geo.line_shift) + offset, bytes, false);
+                    self.bump(Count::Writebacks);
+                }
             }
         }
         let dirty = if req.write { need } else { 0 };
@@ -1114,7 +1164,8 @@ where
         self.bump(Count::Misses);
         if fetch != 0 {
             let Some(m) = self.mshrs.allocate(line, Some(v as u32)) else {
-                // Unreachable: `mshr_room` was checked above and nothing allocated since.
+                // Unreachable: `mshr_room` was checked above and nothing allocated since (the
+                // write-back queues writes, not reads).
                 return Outcome::Done;
             };
             self.tags.set_lock(set, v, m);
@@ -1154,19 +1205,19 @@ where
     ) -> Outcome {
         let nt = req.non_temporal;
         if req.write {
-            if self.writes_queued >= self.geo.writeback_buffer {
+            if !self.write_room(1) {
                 return Outcome::Stall(Stall::Writeback);
             }
             self.write_down((line << self.geo.line_shift) + lo, hi - lo, nt);
             return Outcome::Done;
         }
-        if !self.mshr_room() || !self.request_room(p) {
+        let need = self.sectors.touched(lo, hi);
+        if !self.mshr_room(need) || !self.request_room(p) {
             return Outcome::Stall(Stall::Mshr);
         }
         let Some(m) = self.mshrs.allocate(line, None) else {
             return Outcome::Stall(Stall::Mshr);
         };
-        let need = self.sectors.touched(lo, hi);
         self.fetch(m, line, need, nt);
         let r = self.request_index(p, cycle);
         self.mshrs.add_target(m, Target { request: r, need });

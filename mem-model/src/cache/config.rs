@@ -61,7 +61,8 @@ pub struct CacheConfig {
     #[serde(default)]
     pub replacement: ReplacementKind,
     /// Miss status holding registers: lines with fetches in flight, and the limit on reads in
-    /// flight downstream.
+    /// flight downstream (one read per run of consecutive sectors fetched; a fetch of more runs
+    /// than this goes when no read is in flight).
     pub mshrs: u32,
     /// Requests that may wait on one MSHR (the first miss included).
     #[serde(default = "default_mshr_targets")]

@@ -2,7 +2,9 @@
 //!
 //! The tag array always fills an invalid way first; a policy is asked only to choose among valid
 //! ways, and only among those its caller marks eligible (a way whose line has a fetch in flight
-//! is locked and never chosen). Each policy keeps its own per-way state in flat vectors indexed
+//! is locked and never chosen). Choosing a victim changes nothing: the caller commits the
+//! choice with [`ReplacementPolicy::evict`] once the eviction goes ahead, so a request that
+//! stalls after choosing (a full write-back buffer) leaves the policy as it was. Each policy keeps its own per-way state in flat vectors indexed
 //! by `set * ways + way`. [`Replacement`] is an enum over the policies so the cache calls them
 //! with static dispatch.
 
@@ -16,7 +18,12 @@ pub trait ReplacementPolicy {
     /// LRU position (the next victim) when `at_lru` (non-temporal insertion).
     fn insert(&mut self, set: usize, way: usize, at_lru: bool);
     /// The way of `set` to evict among those for which `eligible` holds; `None` when none does.
-    fn victim(&mut self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize>;
+    /// Changes nothing: see [`ReplacementPolicy::evict`].
+    fn victim(&self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize>;
+    /// Commits the choice of `way`, just returned by [`ReplacementPolicy::victim`] for `set`
+    /// with nothing changed since, as the way evicted (SRRIP ages the set, random moves its
+    /// stream on).
+    fn evict(&mut self, set: usize, way: usize);
 }
 
 /// True LRU: a per-way timestamp of the last use; the victim has the oldest.
@@ -53,10 +60,13 @@ impl ReplacementPolicy for Lru {
     }
 
     #[inline]
-    fn victim(&mut self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
+    fn victim(&self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
         let stamps = &self.stamp[set * self.ways..(set + 1) * self.ways];
         (0..self.ways).filter(|&w| eligible(w)).min_by_key(|&w| (stamps[w], w))
     }
+
+    #[inline]
+    fn evict(&mut self, _set: usize, _way: usize) {}
 }
 
 /// Static RRIP with 2-bit re-reference prediction values (RRPV).
@@ -99,17 +109,23 @@ impl ReplacementPolicy for Srrip {
         self.rrpv[set * self.ways + way] = if at_lru { Self::DISTANT } else { Self::LONG };
     }
 
-    fn victim(&mut self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
-        let rrpv = &mut self.rrpv[set * self.ways..(set + 1) * self.ways];
+    fn victim(&self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
+        let rrpv = &self.rrpv[set * self.ways..(set + 1) * self.ways];
         let oldest = (0..rrpv.len()).filter(|&w| eligible(w)).map(|w| rrpv[w]).max()?;
-        // Aging the whole set until an eligible way reaches DISTANT, in one step.
-        let age = Self::DISTANT - oldest;
+        // The first eligible way to reach DISTANT when the set ages (see `evict`).
+        (0..rrpv.len()).find(|&w| eligible(w) && rrpv[w] == oldest)
+    }
+
+    fn evict(&mut self, set: usize, way: usize) {
+        let rrpv = &mut self.rrpv[set * self.ways..(set + 1) * self.ways];
+        // Aging the whole set until the victim (the oldest eligible way) reaches DISTANT, in
+        // one step.
+        let age = Self::DISTANT - rrpv[way];
         if age > 0 {
             for r in rrpv.iter_mut() {
                 *r = (*r + age).min(Self::DISTANT);
             }
         }
-        (0..rrpv.len()).find(|&w| eligible(w) && rrpv[w] == Self::DISTANT)
     }
 }
 
@@ -127,14 +143,13 @@ impl RandomChoice {
         Self { ways, state: seed ^ 0x9e37_79b9_7f4a_7c15 | 1 }
     }
 
+    /// The state after this one.
     #[inline]
-    fn next(&mut self) -> u64 {
-        let mut x = self.state;
+    fn step(mut x: u64) -> u64 {
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
-        self.state = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        x
     }
 }
 
@@ -145,14 +160,21 @@ impl ReplacementPolicy for RandomChoice {
     #[inline]
     fn insert(&mut self, _set: usize, _way: usize, _at_lru: bool) {}
 
-    fn victim(&mut self, _set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
+    fn victim(&self, _set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
         let n = (0..self.ways).filter(|&w| eligible(w)).count() as u64;
         if n == 0 {
             return None;
         }
-        // The high bits of xorshift64* are the good ones; the modulo bias is below 2^-50.
-        let k = ((self.next() >> 11) % n) as usize;
+        // The next draw of the stream, taken by `evict`. The high bits of xorshift64* are the
+        // good ones; the modulo bias is below 2^-50.
+        let draw = Self::step(self.state).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let k = ((draw >> 11) % n) as usize;
         (0..self.ways).filter(|&w| eligible(w)).nth(k)
+    }
+
+    #[inline]
+    fn evict(&mut self, _set: usize, _way: usize) {
+        self.state = Self::step(self.state);
     }
 }
 
@@ -209,11 +231,20 @@ impl ReplacementPolicy for Replacement {
     }
 
     #[inline]
-    fn victim(&mut self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
+    fn victim(&self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
         match self {
             Replacement::Lru(p) => p.victim(set, eligible),
             Replacement::Srrip(p) => p.victim(set, eligible),
             Replacement::Random(p) => p.victim(set, eligible),
+        }
+    }
+
+    #[inline]
+    fn evict(&mut self, set: usize, way: usize) {
+        match self {
+            Replacement::Lru(p) => p.evict(set, way),
+            Replacement::Srrip(p) => p.evict(set, way),
+            Replacement::Random(p) => p.evict(set, way),
         }
     }
 }
@@ -266,6 +297,8 @@ mod tests {
         }
         // Way 3 was never reused: it ages to DISTANT first.
         assert_eq!(p.victim(0, |_| true), Some(3));
+        assert_eq!(p.rrpv(0, 3), Srrip::LONG, "choosing changes nothing");
+        p.evict(0, 3);
         assert_eq!(p.rrpv(0, 0), 1, "aging moved the reused ways one step, not to DISTANT");
         p.insert(0, 3, false);
         p.touch(0, 3);
@@ -277,7 +310,15 @@ mod tests {
     fn random_is_deterministic_per_seed_and_respects_eligibility() {
         let picks = |seed| {
             let mut p = RandomChoice::new(8, seed);
-            (0..64).map(|_| p.victim(0, |w| w % 2 == 1).unwrap()).collect::<Vec<_>>()
+            (0..64)
+                .map(|_| {
+                    let w = p.victim(0, |w| w % 2 == 1).unwrap();
+                    // Choosing again without evicting draws nothing.
+                    assert_eq!(p.victim(0, |w| w % 2 == 1), Some(w));
+                    p.evict(0, w);
+                    w
+                })
+                .collect::<Vec<_>>()
         };
         assert_eq!(picks(7), picks(7));
         assert_ne!(picks(7), picks(8));

@@ -1,4 +1,5 @@
-//! Sector masks: which sectors of a line a byte range touches, covers or spans.
+//! Sector masks: which sectors of a line a byte range touches, covers or spans, and the runs
+//! of consecutive sectors a mask is made of (one downstream request each).
 //!
 //! A line of up to 64 sectors keeps its valid and dirty state as one `u64` each, bit `s` for
 //! sector `s`. An unsectored cache is the case of one sector per line.
@@ -62,10 +63,26 @@ impl Sectors {
         (first << self.sector_shift, (last - first + 1) << self.sector_shift)
     }
 
-    /// The mask of every sector from the first to the last of a non-empty `mask`.
+    /// How many runs of consecutive sectors `mask` has.
     #[inline]
-    pub fn fill_gaps(mask: SectorMask) -> SectorMask {
-        Self::bits(mask.trailing_zeros(), 63 - mask.leading_zeros())
+    pub fn run_count(mask: SectorMask) -> u32 {
+        // A run starts at each set bit whose lower neighbour is clear.
+        (mask & !(mask << 1)).count_ones()
+    }
+
+    /// The runs of consecutive sectors of `mask`, lowest first, each as a mask.
+    #[inline]
+    pub fn runs(mut mask: SectorMask) -> impl Iterator<Item = SectorMask> {
+        std::iter::from_fn(move || {
+            if mask == 0 {
+                return None;
+            }
+            let first = mask.trailing_zeros();
+            let len = (!(mask >> first)).trailing_zeros();
+            let run = Self::bits(first, first + len - 1);
+            mask &= !run;
+            Some(run)
+        })
     }
 }
 
@@ -88,7 +105,13 @@ mod tests {
         let wide = Sectors::new(12, 6); // 64 sectors
         assert_eq!(wide.touched(0, 4096), u64::MAX);
         assert_eq!(wide.covered(0, 4096), u64::MAX);
-        assert_eq!(Sectors::fill_gaps(0b1001), 0b1111);
+        assert_eq!(Sectors::run_count(0), 0);
+        assert_eq!(Sectors::run_count(0b0110), 1);
+        assert_eq!(Sectors::run_count(0b1001), 2);
+        assert_eq!(Sectors::run_count(u64::MAX), 1);
+        assert_eq!(Sectors::runs(0b1101_1001).collect::<Vec<_>>(), [0b1, 0b1_1000, 0b1100_0000]);
+        assert_eq!(Sectors::runs(u64::MAX).collect::<Vec<_>>(), [u64::MAX]);
+        assert_eq!(Sectors::runs(1 << 63 | 1).collect::<Vec<_>>(), [1, 1 << 63]);
         assert_eq!(wide.span(1 << 63), (4032, 64));
     }
 }

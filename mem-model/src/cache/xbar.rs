@@ -1,8 +1,8 @@
 //! An address-interleaved interconnect between requesters and banks.
 //!
 //! Contract: a [`Crossbar`] takes [`MemRequest`]s on N upstream ports and sends each to one of
-//! B downstream ports, chosen by its first byte's address: `bank = (addr / granule) % B`, or the
-//! same of an XOR-folded index (see [`BankHash`]), or, for memory-side banks
+//! B downstream ports, chosen by its first byte's address: `bank = (addr / granule) % B`, or
+//! that digit hashed with the higher ones (see [`BankHash`]), or, for memory-side banks
 //! ([`Crossbar::set_memory_side`]), the bank that owns the byte's DRAM pseudo-channel. A request
 //! crossing a granule boundary goes whole to the bank of its first byte. Each request and each response spends the topology's
 //! latency between its two ports (a fixed number of cycles for a crossbar, `base + hops *
@@ -147,8 +147,14 @@ pub enum BankHash {
     /// `bank = g % B` with `g = addr / granule`.
     #[default]
     None,
-    /// `bank = (g ^ g >> k ^ g >> 2k ^ g >> 3k) % B` with `k = ceil(log2 B)`: higher address
-    /// bits spread strided accesses that would otherwise hit one bank.
+    /// The bank digit `g % B` (`g = addr / granule`) combined with a fold of the digits above
+    /// it, `q = g / B`: `fold = q ^ q >> k ^ q >> 2k` with `k = ceil(log2 B)`; XOR of the two
+    /// when B is a power of two (`bank = (g ^ g >> k ^ g >> 2k ^ g >> 3k) % B`), their sum modulo
+    /// B otherwise. Higher address bits spread strided accesses that would otherwise hit one
+    /// bank, and each run of B granules with the same `q` still meets every bank once, so a
+    /// bank's granules are numbered by `q` as without the hash: the set index of a bank of a
+    /// shared cache ([`super::Cache::interleaved`]). (A plain XOR folded modulo a B that is not a
+    /// power of two gives some banks more than their share of a run, more lines than sets.)
     Xor,
 }
 
@@ -429,6 +435,13 @@ impl<M> Crossbar<M> {
         let g = addr >> self.granule_shift;
         let h = match self.hash {
             BankHash::None => g,
+            BankHash::Xor if !self.down.len().is_power_of_two() => {
+                let banks = self.down.len() as u64;
+                let k = self.hash_shift;
+                let q = g / banks;
+                let fold = q ^ q.checked_shr(k).unwrap_or(0) ^ q.checked_shr(2 * k).unwrap_or(0);
+                return ((g % banks + fold % banks) % banks) as usize;
+            }
             BankHash::Xor => {
                 let k = self.hash_shift;
                 let shr = |n: u32| g.checked_shr(n).unwrap_or(0);
