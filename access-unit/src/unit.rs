@@ -15,7 +15,8 @@
 //! `broadcast` layer uses one lane, a `lockstep L` layer spawns L consecutive iterations at once,
 //! one per lane (a final partial step spawns only the active lanes: masked lanes issue and emit
 //! nothing), and emits a step's events only once every active lane of the step is ready. An
-//! iteration is spawned when its window has room and, below the outermost layer, once its parent
+//! iteration is spawned when its lane has room (a step waits while any lane it uses is full,
+//! even if masked tails leave other lanes idle) and, below the outermost layer, once its parent
 //! iteration's values (CSR bounds, indexed positions) have arrived; its streams start in
 //! configuration order as their operands become ready, and its loads queue on its lane. The
 //! window depth comes from the stream storage: `storage` is the unit's total, each lane gets
@@ -37,11 +38,13 @@
 //! the core is never starved by a chunk that would not fill. A sealed chunk's bytes are written
 //! to memory at `outq_base` (line writes on the memory port, so the queue's traffic is counted
 //! where the unit is attached); once they are acknowledged its entries are handed to the core
-//! through the `outq` link, and only then does its buffer free. The unit holds at most
-//! `outq_chunks` chunks (the one it fills plus complete ones waiting for their writes or for room
-//! in the link); with none free it stalls. The link is the core's view of the queue: its
-//! capacity is the system's `access_unit.outq_entries`, set by the system builder (the shipped
-//! DAE preset gives it one chunk, the one the core is reading).
+//! through the `outq` link. A chunk's buffer frees only once the core has popped all of its
+//! entries (the link's returned credits tell the unit), so `outq_chunks` counts every chunk: the
+//! one it fills, complete ones waiting for their writes or for room in the link, and the one the
+//! core is reading. With none free it stalls; with 2, the unit fills one while the core reads the
+//! other, and never writes into a chunk the core has not finished. The link is the core's view
+//! of the queue: its capacity is the system's `access_unit.outq_entries`, set by the system
+//! builder (the shipped DAE preset gives it one chunk).
 //!
 //! Host cost: a wake repeats spawn, issue, publish and emit passes until none moves. Spawning
 //! and emitting are skipped while nothing they read has changed (dirty flags), arbitration scans
@@ -88,8 +91,8 @@ pub struct AccessUnitConfig {
     pub layers: u32,
     /// Entries per output-queue chunk.
     pub outq_chunk_entries: u32,
-    /// Chunks the unit may hold at once: the one it fills plus complete ones not yet handed to
-    /// the core (2: it fills one while the other drains).
+    /// Chunks of the queue in all: the one the unit fills, complete ones not yet handed to the
+    /// core, and the one the core is reading (2: it fills one while the core reads the other).
     pub outq_chunks: u32,
     /// Cycles a partial chunk may wait for more entries before it is published anyway (0: as
     /// soon as the unit stalls; `u32::MAX`: only when the program ends).
@@ -340,7 +343,13 @@ struct Level {
     lockstep: bool,
     /// Base of the index list of an `indexed` TU (its `ite` streams load from it).
     indexed_base: Option<u64>,
+    /// Iterations the window holds in all (`depth` per lane).
     capacity: usize,
+    /// Iterations one lane holds at most (its share of the storage).
+    depth: u32,
+    /// Per lane: live iterations in the window. Masked tails leave lanes idle, so a window
+    /// below `capacity` can still have a full lane: a step waits while any of its lanes is full.
+    lane_live: Vec<u32>,
     window: VecDeque<Iteration>,
     head_seq: u64,
     next_seq: u64,
@@ -362,8 +371,24 @@ struct Level {
     gen_cursor: u64,
 }
 
+impl Level {
+    /// Whether a step of `n` iterations from child index `j0` finds room on each of its lanes.
+    fn step_fits(&self, j0: u64, n: u64) -> bool {
+        let lanes = self.lanes as u64;
+        (0..n).all(|i| self.lane_live[((j0 + i) % lanes) as usize] < self.depth)
+    }
+
+    /// Drops the window's head iteration, freeing its lane's storage.
+    fn retire_head(&mut self) {
+        if let Some(it) = self.window.pop_front() {
+            self.lane_live[it.lane as usize] -= 1;
+            self.head_seq += 1;
+        }
+    }
+}
+
 /// One output-queue chunk: entries written by the unit, then its bytes written to memory, then
-/// its entries handed to the core.
+/// its entries handed to the core, which pops them.
 struct Chunk {
     seq: u64,
     entries: Vec<OutqEntry>,
@@ -373,6 +398,9 @@ struct Chunk {
     issued: u32,
     acked: u32,
     sent: usize,
+    /// Entries handed to the core (over all chunks) once this chunk's last one was: the core
+    /// has consumed the chunk, and its slot is free, once it has popped that many.
+    handed_end: Option<u64>,
 }
 
 /// Statistic ids.
@@ -409,6 +437,8 @@ pub struct AccessUnit<M> {
     cb_bytes: Vec<u64>,
     chunks: VecDeque<Chunk>,
     next_chunk: u64,
+    /// Entries handed to the core through `outq` so far.
+    handed: u64,
     ctrl_stride: u64,
     data_stride: u64,
     /// Tick of the last entry written into the partial chunk.
@@ -516,8 +546,9 @@ impl<M> AccessUnit<M> {
                 place[g as usize] = (l as u8, k as u8);
             }
             let lanes = tu.layer.lanes();
-            // Each lane holds its own iterations: with a depth of one, a layer fetches its next
-            // iteration only once the current one's events are in the output queue.
+            // Each lane holds its own iterations (`lane_live` bounds each by `depth`): with a
+            // depth of one, a lane fetches its next iteration only once the current one's events
+            // are in the output queue.
             let capacity = depth * lanes as usize;
             let cbs = |tu: usize, ev: Event| -> Vec<usize> {
                 program
@@ -541,6 +572,8 @@ impl<M> AccessUnit<M> {
                     _ => None,
                 },
                 capacity,
+                depth: depth as u32,
+                lane_live: vec![0; lanes as usize],
                 window: VecDeque::with_capacity(capacity),
                 head_seq: 0,
                 next_seq: 0,
@@ -621,6 +654,7 @@ impl<M> AccessUnit<M> {
             cb_bytes,
             chunks: VecDeque::with_capacity(cfg.outq_chunks.min(64) as usize),
             next_chunk: 0,
+            handed: 0,
             ctrl_stride,
             data_stride,
             last_touch: 0,
@@ -689,6 +723,7 @@ impl<M> AccessUnit<M> {
     fn spawn(&mut self, l: usize, parent: u64, pos: u64, j: u64) {
         let lev = &mut self.levels[l];
         let lane = (j % lev.lanes as u64) as u8;
+        lev.lane_live[lane as usize] += 1;
         let mut it = Iteration::new(lev.next_seq, parent, pos, j, lane);
         lev.next_seq += 1;
         for (k, &g) in lev.streams.iter().enumerate() {
@@ -846,15 +881,14 @@ impl<M> AccessUnit<M> {
                 if self.fault.is_some() {
                     return any;
                 }
-                let (lanes, cap, len) =
-                    (self.levels[l].lanes as u64, self.levels[l].capacity, self.levels[l].window.len());
+                let lanes = self.levels[l].lanes as u64;
                 if l == 0 {
                     let next = self.levels[0].gen_cursor;
                     if next >= self.root_end {
                         break;
                     }
                     let n = (self.root_end - next).min(lanes);
-                    if len + n as usize > cap {
+                    if !self.levels[0].step_fits(next - self.root_begin, n) {
                         self.storage_blocked = true;
                         break;
                     }
@@ -903,7 +937,9 @@ impl<M> AccessUnit<M> {
                 let (next, end, begin) = (p.child_next, p.child_end, p.child_begin);
                 if next < end {
                     let n = (end - next).min(lanes);
-                    if len + n as usize > cap {
+                    // Per lane, not the window's total: a masked tail's idle lanes do not lend
+                    // their storage to the next parent's step, whose first lanes may be full.
+                    if !self.levels[l].step_fits(next - begin, n) {
                         self.storage_blocked = true;
                         break;
                     }
@@ -1141,12 +1177,22 @@ where
         }
     }
 
-    /// Hands complete, written chunks to the core in order; a chunk's buffer frees once the
-    /// link has taken all its entries.
+    /// Hands complete, written chunks to the core in order, and frees the slots of the chunks
+    /// the core has consumed: popped all of, which the link's returned credits tell.
     fn publish(&mut self, ctx: &mut Ctx<'_, M>) -> bool {
         let outq = self.ports.outq;
         let mut any = false;
-        while let Some(c) = self.chunks.front_mut() {
+        let popped = self.handed - ctx.unpopped(outq) as u64;
+        while self.chunks.front().and_then(|c| c.handed_end).is_some_and(|end| popped >= end) {
+            self.chunks.pop_front();
+            self.emit_dirty = true;
+            ctx.progress();
+            any = true;
+        }
+        for c in self.chunks.iter_mut() {
+            if c.handed_end.is_some() {
+                continue;
+            }
             if !c.sealed || c.acked < c.lines {
                 break;
             }
@@ -1156,10 +1202,10 @@ where
                     return any;
                 }
                 c.sent += 1;
+                self.handed += 1;
                 any = true;
             }
-            self.chunks.pop_front();
-            self.emit_dirty = true;
+            c.handed_end = Some(self.handed);
             self.counters.chunks_written += 1;
             let id = self.stats.chunks;
             ctx.stats().inc(id);
@@ -1198,6 +1244,7 @@ where
                 issued: 0,
                 acked: 0,
                 sent: 0,
+                handed_end: None,
             });
             self.next_chunk += 1;
         }
@@ -1272,9 +1319,7 @@ where
                     }
                     return Emit::Sent;
                 }
-                let plev = &mut self.levels[l - 1];
-                plev.window.pop_front();
-                plev.head_seq += 1;
+                self.levels[l - 1].retire_head();
                 self.gen_dirty = true;
                 return Emit::Popped;
             }
@@ -1293,9 +1338,7 @@ where
                 return Emit::Sent;
             }
             if l + 1 == nlev {
-                let lev = &mut self.levels[l];
-                lev.window.pop_front();
-                lev.head_seq += 1;
+                self.levels[l].retire_head();
                 self.gen_dirty = true;
                 return Emit::Popped;
             }
@@ -1392,8 +1435,12 @@ where
             }
             break;
         }
+        // No free slot and the oldest chunk is with the core: its next pop may free it.
+        if self.outq_blocked && self.chunks.front().is_some_and(|c| c.handed_end.is_some()) {
+            ctx.wake_on_pop(self.ports.outq);
+        }
         let now = ctx.now();
-        if self.emitted_all && self.chunks.is_empty() && self.fault.is_none() {
+        if self.emitted_all && self.chunks.iter().all(|c| c.handed_end.is_some()) && self.fault.is_none() {
             self.finished = true;
             self.counters.finish_tick = Some(now);
             // Checkable from the results: never above `max_outstanding`.
@@ -1462,7 +1509,9 @@ where
             .chunks
             .iter()
             .map(|c| {
-                let state = if !c.sealed {
+                let state = if c.handed_end.is_some() {
+                    "with the core"
+                } else if !c.sealed {
                     "filling"
                 } else if c.acked < c.lines {
                     "writing"

@@ -179,6 +179,22 @@ impl<M> Ctx<'_, M> {
         !self.kernel.links[link.index()].is_full()
     }
 
+    /// Messages on output `link` that its receiver has not popped yet: the link's capacity less
+    /// the sender's credits, each pop returning one (the same back-pressure `send` obeys).
+    #[inline]
+    pub fn unpopped(&self, link: LinkId) -> usize {
+        let l = &self.kernel.links[link.index()];
+        debug_assert_eq!(l.from, self.me, "{} asks about a link it does not send on", l.name);
+        l.fifo.len()
+    }
+
+    /// Asks for a [`Wake::Space`] on output `link` at the receiver's next pop, as a refused send
+    /// does, for a sender that waits on the receiver's progress rather than on room.
+    #[inline]
+    pub fn wake_on_pop(&mut self, link: LinkId) {
+        self.kernel.links[link.index()].sender_waiting = true;
+    }
+
     /// Sends `msg` on `link`; it arrives after the link's latency. A full link refuses and gives
     /// the message back; the sender is then woken with [`Wake::Space`] when a slot frees.
     #[inline(always)]

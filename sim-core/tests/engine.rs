@@ -416,3 +416,59 @@ fn a_message_arrives_on_the_clock_edge_its_latency_after_the_first_edge_it_can_l
     // the edge, which a receiver working on its edges reads as a cycle later.
     assert_eq!(got, &vec![(333, 1), (666, 2), (733, 3), (1000, 5), (1333, 4)]);
 }
+
+/// A sender that sends three messages, then asks to be woken at each of the receiver's pops
+/// and notes, at each wake, the tick and how many of its messages are still unpopped; beside
+/// the slow consumer.
+enum PopWatch {
+    Sender { out: LinkId, seen: Vec<(u64, usize)> },
+    Receiver(Toy),
+}
+
+impl Component for PopWatch {
+    type Msg = u64;
+    fn name(&self) -> &str {
+        match self {
+            PopWatch::Sender { .. } => "watcher",
+            PopWatch::Receiver(t) => t.name(),
+        }
+    }
+    fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, u64>) {
+        match self {
+            PopWatch::Sender { out, seen } => {
+                if matches!(why, Wake::Start) {
+                    for m in 0..3 {
+                        ctx.send(*out, m).unwrap();
+                    }
+                }
+                let left = ctx.unpopped(*out);
+                seen.push((ctx.now(), left));
+                if left > 0 {
+                    ctx.wake_on_pop(*out);
+                }
+            }
+            PopWatch::Receiver(t) => t.wake(why, ctx),
+        }
+    }
+    fn busy(&self) -> bool {
+        match self {
+            PopWatch::Sender { .. } => false,
+            PopWatch::Receiver(t) => t.busy(),
+        }
+    }
+}
+
+#[test]
+fn a_sender_sees_what_its_receiver_has_not_popped_and_is_woken_at_its_pops() {
+    let mut e = Engine::new();
+    let (w, c) = (e.reserve(), e.reserve());
+    // Room for all three: the wakes come from the pops, not from a refused send.
+    let l = e.connect(w, c, spec("w_to_c", 1, 4)).unwrap();
+    e.install(w, PopWatch::Sender { out: l, seen: vec![] }).unwrap();
+    let consumer = Toy::Consumer { inp: l, got: vec![], timer_armed: false, expect: 3 };
+    e.install(c, PopWatch::Receiver(consumer)).unwrap();
+    e.run(None).unwrap();
+    let Some(PopWatch::Sender { seen, .. }) = e.component(w) else { panic!("watcher") };
+    // The consumer pops one every 10 ns from the first arrival (1 ns).
+    assert_eq!(seen, &vec![(0, 3), (11_000, 2), (21_000, 1), (31_000, 0)]);
+}
