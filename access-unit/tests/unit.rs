@@ -1,29 +1,12 @@
 //! The access unit on the engine: functional output, program order, limits and back-pressure.
 
+mod common;
+
 use access_unit::{AccessUnit, AccessUnitConfig, AuCounters, AuPorts, AuProgram, OutqEntry, parse};
-use mem_model::{Backing, MemRequest, MemResponse, MemoryImage, Region, SimpleMemory, SimpleMemoryConfig};
-use sim_core::{
-    Bandwidth, ByteSize, Clock, Component, Ctx, Engine, Frequency, LinkId, LinkSpec, TimeSpan, Wake,
-};
+use common::{IND, Msg, OFF, Sink, TAB, bags_program, clock};
+use mem_model::{Backing, MemoryImage, Region, SimpleMemory, SimpleMemoryConfig};
+use sim_core::{Bandwidth, ByteSize, Component, Ctx, Engine, LinkSpec, TimeSpan, Wake};
 use std::sync::Arc;
-
-enum Msg {
-    Req(MemRequest),
-    Resp(MemResponse),
-    Outq(OutqEntry),
-}
-
-sim_core::carries!(Msg { Req(MemRequest), Resp(MemResponse), Outq(OutqEntry) });
-
-/// Pops one output-queue entry every `gap` ps (or, with `gap` 0, everything as it arrives) and
-/// records it with the tick it was popped.
-struct Sink {
-    inp: LinkId,
-    gap: u64,
-    got: Vec<OutqEntry>,
-    at: Vec<u64>,
-    armed: bool,
-}
 
 // Components live inline in the engine's table; boxing would add an indirection per event.
 #[allow(clippy::large_enum_variant)]
@@ -46,26 +29,7 @@ impl Component for Node {
         match self {
             Node::Au(a) => a.wake(why, ctx),
             Node::Mem(m) => m.wake(why, ctx),
-            Node::Sink(s) => {
-                if s.gap == 0 {
-                    while let Some(Msg::Outq(e)) = ctx.recv(s.inp) {
-                        s.got.push(e);
-                        s.at.push(ctx.now());
-                    }
-                    return;
-                }
-                if matches!(why, Wake::Timer(_)) {
-                    s.armed = false;
-                    if let Some(Msg::Outq(e)) = ctx.recv(s.inp) {
-                        s.got.push(e);
-                        s.at.push(ctx.now());
-                    }
-                }
-                if !s.armed && ctx.peek(s.inp).is_some() {
-                    s.armed = true;
-                    ctx.schedule_in(s.gap, 0);
-                }
-            }
+            Node::Sink(s) => s.wake(why, ctx),
         }
     }
     fn busy(&self) -> bool {
@@ -84,30 +48,10 @@ impl Component for Node {
     }
 }
 
-const OFF: u64 = 0x1000;
-const IND: u64 = 0x2000;
-const TAB: u64 = 0x10_0000;
 const ROW: u64 = 256;
 
 fn bag_program(bags: u64) -> AuProgram {
-    parse(&format!(
-        ".au
-tu t0 = dense 0..{bags}
-tu t1 = range s1..s2 in t0
-s0 = ite t0
-s1 = load.u32 [{OFF:#x} + s0 * 4] in t0
-s2 = load.u32 [{:#x} + s0 * 4] in t0
-s3 = ite t1
-s4 = load.u32 [{IND:#x} + s3 * 4] in t1
-s5 = load.row {ROW} [{TAB:#x} + s4 * {ROW}] in t1 !lookup
-on t1 begin -> 0
-on t1 iter -> 1 (s5)
-on t1 end -> 2 (s0)
-on t0 end -> 3
-",
-        OFF + 4
-    ))
-    .expect("valid program")
+    bags_program(bags, ROW, "", "")
 }
 
 fn image(offsets: Vec<u32>, indices: Vec<u32>) -> MemoryImage {
@@ -144,10 +88,6 @@ struct Run {
     max_in_flight: u64,
     counters: AuCounters,
     bytes_written: u64,
-}
-
-fn clock() -> Clock {
-    Clock::new(Frequency::from_hz(1_000_000_000)).unwrap()
 }
 
 /// The evaluated TMU at 1 GHz with the old tests' issue width and 16 KiB of storage in one lane
@@ -188,8 +128,7 @@ fn run_cfg(
     let memory = SimpleMemory::new("mem", mcfg, &[(req, resp)], e.stats_mut()).unwrap();
     e.install(au, Node::Au(unit)).unwrap();
     e.install(mem, Node::Mem(memory)).unwrap();
-    e.install(sink, Node::Sink(Sink { inp: outq, gap: sink_gap, got: vec![], at: vec![], armed: false }))
-        .unwrap();
+    e.install(sink, Node::Sink(Sink::new(outq, sink_gap))).unwrap();
     let s = e.run(None).unwrap();
     let Some(Node::Au(a)) = e.component(au) else { unreachable!() };
     assert!(a.finished(), "unit finished: {}", a.status());
@@ -673,7 +612,7 @@ fn a_bad_index_faults_instead_of_panicking() {
     e.install(au, Node::Au(unit)).unwrap();
     let memory = SimpleMemory::new("mem", mcfg, &[(req, resp)], e.stats_mut()).unwrap();
     e.install(mem, Node::Mem(memory)).unwrap();
-    e.install(sink, Node::Sink(Sink { inp: outq, gap: 0, got: vec![], at: vec![], armed: false })).unwrap();
+    e.install(sink, Node::Sink(Sink::new(outq, 0))).unwrap();
     let _ = e.run(None);
     let Some(Node::Au(a)) = e.component(au) else { unreachable!() };
     assert!(!a.finished());

@@ -4,27 +4,13 @@
 //! per-cycle caps, arbitration, line requests, the double-buffered output queue, empty ranges,
 //! callback order, stall counters, and randomized CSR batches against a reference.
 
+mod common;
+
 use access_unit::{AccessUnit, AccessUnitConfig, AuCounters, AuPorts, AuProgram, OutqEntry, parse};
+use common::{IND, Msg, OFF, Sink, TAB, bags_program, clock};
 use mem_model::{Backing, MemRequest, MemResponse, MemoryImage, Region};
-use sim_core::{ByteSize, Clock, Component, Ctx, Engine, Frequency, LinkId, LinkSpec, Priority, Wake};
+use sim_core::{ByteSize, Component, Ctx, Engine, LinkId, LinkSpec, Priority, Wake};
 use std::sync::Arc;
-
-enum Msg {
-    Req(MemRequest),
-    Resp(MemResponse),
-    Outq(OutqEntry),
-}
-
-sim_core::carries!(Msg { Req(MemRequest), Resp(MemResponse), Outq(OutqEntry) });
-
-/// Pops one entry every `gap` ps (0: everything as it arrives; `u64::MAX`: never).
-struct Sink {
-    inp: LinkId,
-    gap: u64,
-    got: Vec<OutqEntry>,
-    at: Vec<u64>,
-    armed: bool,
-}
 
 /// A memory that answers every request after `lat(request)` ps, with no bandwidth limit, and
 /// logs what it saw: (tick received, request) and (tick answered, request id).
@@ -80,29 +66,7 @@ impl Component for Node {
                     ctx.progress();
                 }
             }
-            Node::Sink(s) => {
-                if s.gap == u64::MAX {
-                    return;
-                }
-                if s.gap == 0 {
-                    while let Some(Msg::Outq(e)) = ctx.recv(s.inp) {
-                        s.got.push(e);
-                        s.at.push(ctx.now());
-                    }
-                    return;
-                }
-                if matches!(why, Wake::Timer(_)) {
-                    s.armed = false;
-                    if let Some(Msg::Outq(e)) = ctx.recv(s.inp) {
-                        s.got.push(e);
-                        s.at.push(ctx.now());
-                    }
-                }
-                if !s.armed && ctx.peek(s.inp).is_some() {
-                    s.armed = true;
-                    ctx.schedule_in(s.gap, 0);
-                }
-            }
+            Node::Sink(s) => s.wake(why, ctx),
         }
     }
     fn busy(&self) -> bool {
@@ -120,14 +84,7 @@ impl Component for Node {
     }
 }
 
-const OFF: u64 = 0x1000;
-const IND: u64 = 0x2000;
 const DATA: u64 = 0x8000;
-const TAB: u64 = 0x10_0000;
-
-fn clock() -> Clock {
-    Clock::new(Frequency::from_hz(1_000_000_000)).unwrap()
-}
 
 fn tmu() -> AccessUnitConfig {
     AccessUnitConfig::tmu_like(clock())
@@ -216,7 +173,7 @@ fn run_full(
         Node::Mem(RecMem { inp: req, out: resp, lat, pending: vec![], reqs: vec![], resps: vec![] }),
     )
     .unwrap();
-    e.install(sink, Node::Sink(Sink { inp: oq, gap, got: vec![], at: vec![], armed: false })).unwrap();
+    e.install(sink, Node::Sink(Sink::new(oq, gap))).unwrap();
     let r = e.run(until);
     if until.is_none() {
         r.unwrap();
@@ -246,23 +203,7 @@ fn p(text: &str) -> AuProgram {
 
 /// The bag program of tests/unit.rs with a row of `row` bytes.
 fn bag_program(bags: u64, row: u64) -> AuProgram {
-    p(&format!(
-        ".au
-tu t0 = dense 0..{bags}
-tu t1 = range s1..s2 in t0
-s0 = ite t0
-s1 = load.u32 [{OFF:#x} + s0 * 4] in t0
-s2 = load.u32 [{:#x} + s0 * 4] in t0
-s3 = ite t1
-s4 = load.u32 [{IND:#x} + s3 * 4] in t1
-s5 = load.row {row} [{TAB:#x} + s4 * {row}] in t1 !lookup
-on t1 begin -> 0
-on t1 iter -> 1 (s5)
-on t1 end -> 2 (s0)
-on t0 end -> 3
-",
-        OFF + 4
-    ))
+    bags_program(bags, row, "", "")
 }
 
 fn expected_bags(offsets: &[u32], indices: &[u32], row: u64) -> Vec<(u32, Vec<u64>)> {
@@ -569,23 +510,7 @@ fn scrambled(r: &MemRequest) -> u64 {
 /// The bag program with a broadcast bag layer over a lockstep element layer (the compiler's
 /// shape for vectorized lookups).
 fn lockstep_bags(bags: u64, row: u64, lanes: u32) -> AuProgram {
-    p(&format!(
-        ".au
-tu t0 = dense 0..{bags} broadcast
-tu t1 = range s1..s2 in t0 lockstep {lanes}
-s0 = ite t0
-s1 = load.u32 [{OFF:#x} + s0 * 4] in t0
-s2 = load.u32 [{:#x} + s0 * 4] in t0
-s3 = ite t1
-s4 = load.u32 [{IND:#x} + s3 * 4] in t1
-s5 = load.row {row} [{TAB:#x} + s4 * {row}] in t1 !lookup
-on t1 begin -> 0
-on t1 iter -> 1 (s5)
-on t1 end -> 2 (s0)
-on t0 end -> 3
-",
-        OFF + 4
-    ))
+    bags_program(bags, row, " broadcast", &format!(" lockstep {lanes}"))
 }
 
 #[test]

@@ -9,30 +9,12 @@
 
 mod common;
 
-use common::{Setup, System, clock};
+use common::{CYCLE, Setup, System, clock, finish_cycles, no_memory, run};
 use exec_core::{FaultKind, OutputBuffer, Reg};
 use mem_model::{Backing, MemoryImage, Region};
 use sim_core::Component;
 
-const CYCLE: u64 = 1000;
 const ROUND_TRIP: u64 = 102_064;
-
-fn no_memory() -> Setup {
-    Setup::new(MemoryImage::new(), OutputBuffer { base: 0, elems: 0 })
-}
-
-fn run(setup: Setup, text: &str) -> System {
-    let mut sys = System::build(setup, text).expect("builds");
-    sys.run().expect("runs to the end");
-    assert_eq!(sys.core().fault(), None);
-    sys
-}
-
-fn finish_cycles(sys: &System) -> u64 {
-    let t = sys.core().finish_tick().expect("finished");
-    assert_eq!(t % CYCLE, 0, "finishes at an edge");
-    t / CYCLE
-}
 
 #[test]
 fn dependent_chain_takes_the_sum_of_latencies() {

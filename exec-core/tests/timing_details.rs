@@ -8,29 +8,10 @@
 
 mod common;
 
-use common::{Setup, System};
+use common::{CYCLE, Setup, finish_cycles, no_memory, run};
 use exec_core::{OutputBuffer, QueueEntry, Reg, Var};
 use mem_model::{Backing, MemoryImage, Region};
 use sim_core::Component;
-
-const CYCLE: u64 = 1000;
-
-fn no_memory() -> Setup {
-    Setup::new(MemoryImage::new(), OutputBuffer { base: 0, elems: 0 })
-}
-
-fn run(setup: Setup, text: &str) -> System {
-    let mut sys = System::build(setup, text).expect("builds");
-    sys.run().expect("runs to the end");
-    assert_eq!(sys.core().fault(), None);
-    sys
-}
-
-fn finish_cycles(sys: &System) -> u64 {
-    let t = sys.core().finish_tick().expect("finished");
-    assert_eq!(t % CYCLE, 0, "finishes at an edge");
-    t / CYCLE
-}
 
 /// `size` bytes of zero words at `base`.
 fn zero_image(base: u64, size: u64) -> MemoryImage {

@@ -14,17 +14,6 @@ use sim_core::{Clock, ComponentId, Engine, Frequency, SeedTree, Tick};
 
 const L: u64 = 64;
 
-fn with(extra: &str) -> CacheConfig {
-    config(&format!(
-        r#"size = "256B"
-           associativity = 4
-           line = "64B"
-           mshrs = 4
-           hit_latency_cycles = 4
-           {extra}"#
-    ))
-}
-
 /// Runs `reqs`, one every 10 ns, through `cfg` over a 5-cycle memory.
 fn spaced(cfg: &CacheConfig, reqs: &[MemRequest]) -> Single {
     let timed: Vec<(Tick, MemRequest)> =
@@ -128,7 +117,7 @@ fn lookups_per_cycle_are_shared_by_all_ports() {
 /// hit leaves the line where it was in the LRU order.
 #[test]
 fn a_non_temporal_hit_does_not_promote_under_insert_lru() {
-    let cfg = with(r#"non_temporal = "insert_lru""#);
+    let cfg = one_set_with(r#"non_temporal = "insert_lru""#);
     let base = [wr(0, 64), wr(L, 64), wr(2 * L, 64), wr(3 * L, 64)];
     let mut reqs = base.to_vec();
     reqs.extend([nt(rd(0, 64)), wr(4 * L, 64)]);
@@ -145,7 +134,7 @@ fn a_non_temporal_hit_does_not_promote_under_insert_lru() {
 /// line)".
 #[test]
 fn a_non_temporal_hit_does_not_promote_under_bypass() {
-    let cfg = with(r#"non_temporal = "bypass""#);
+    let cfg = one_set_with(r#"non_temporal = "bypass""#);
     let reqs = [wr(0, 64), wr(L, 64), wr(2 * L, 64), wr(3 * L, 64), nt(rd(0, 8)), wr(4 * L, 64)];
     let s = spaced(&cfg, &reqs);
     assert_eq!(s.probe().writes(), vec![(0, 64)]);
@@ -156,7 +145,7 @@ fn a_non_temporal_hit_does_not_promote_under_bypass() {
 /// even though lines inserted before it were never reused.
 #[test]
 fn a_non_temporal_insert_is_the_next_srrip_victim() {
-    let cfg = with(
+    let cfg = one_set_with(
         r#"replacement = "srrip"
                       non_temporal = "insert_lru""#,
     );
@@ -169,7 +158,7 @@ fn a_non_temporal_insert_is_the_next_srrip_victim() {
 #[test]
 fn a_write_hit_promotes_the_line_under_lru() {
     let reqs = [wr(0, 64), wr(L, 64), wr(2 * L, 64), wr(3 * L, 64), wr(0, 8), wr(4 * L, 64), wr(5 * L, 64)];
-    let s = spaced(&with(""), &reqs);
+    let s = spaced(&one_set_with(""), &reqs);
     assert_eq!(s.probe().writes(), vec![(L, 64), (2 * L, 64)]);
 }
 
@@ -180,7 +169,7 @@ fn a_write_hit_promotes_the_line_under_lru() {
 /// read to it"; a read of sectors already pending merges without a read.
 #[test]
 fn reads_of_other_sectors_of_a_line_in_flight_add_one_read_each() {
-    let cfg = with(r#"sector = "16B""#);
+    let cfg = one_set_with(r#"sector = "16B""#);
     let reqs = [(0, rd(0, 16)), (0, rd(16, 16)), (0, rd(0, 32)), (0, rd(48, 16))];
     let s = Single::new(&cfg, vec![script(&reqs)], 100, 8).run();
     assert_eq!(s.probe().reads(), vec![(0, 16), (16, 16), (48, 16)]);
@@ -196,7 +185,7 @@ fn reads_of_other_sectors_of_a_line_in_flight_add_one_read_each() {
 /// first and last sectors are partial and middle sectors whole must not fetch the middle ones.
 #[test]
 fn a_write_miss_fetches_only_its_partial_sectors() {
-    let cfg = with(r#"sector = "16B""#);
+    let cfg = one_set_with(r#"sector = "16B""#);
     // Bytes 8..56: sector 0 partial, sectors 1 and 2 whole, sector 3 partial.
     let s = spaced(&cfg, &[wr(8, 48)]);
     let fetched: u64 = s.probe().reads().iter().map(|&(_, b)| u64::from(b)).sum();
@@ -206,7 +195,7 @@ fn a_write_miss_fetches_only_its_partial_sectors() {
 /// The same for a write to a present line that lacks its first and last sectors.
 #[test]
 fn a_write_to_a_present_line_fetches_only_its_partial_sectors() {
-    let cfg = with(r#"sector = "16B""#);
+    let cfg = one_set_with(r#"sector = "16B""#);
     // Line 0 present with sector 1 valid, then a write of bytes 8..56.
     let s = spaced(&cfg, &[wr(16, 16), wr(8, 48)]);
     let fetched: u64 = s.probe().reads().iter().map(|&(_, b)| u64::from(b)).sum();
@@ -218,7 +207,7 @@ fn a_write_to_a_present_line_fetches_only_its_partial_sectors() {
 /// overwrite the dirty data).
 #[test]
 fn a_read_of_a_present_line_does_not_refetch_its_valid_sectors() {
-    let cfg = with(r#"sector = "16B""#);
+    let cfg = one_set_with(r#"sector = "16B""#);
     let s = spaced(&cfg, &[wr(16, 32), rd(0, 64)]);
     let fetched: u64 = s.probe().reads().iter().map(|&(_, b)| u64::from(b)).sum();
     assert_eq!(fetched, 32, "sectors 0 and 3 only, got {:?}", s.probe().reads());
@@ -259,7 +248,7 @@ fn write_backs_happen_once_per_dirty_residency() {
         rd(7 * L, 64), // evicts 4 (dirty)
         rd(8 * L, 64), // evicts 0, clean now: no write
     ];
-    let s = spaced(&with(""), &reqs);
+    let s = spaced(&one_set_with(""), &reqs);
     assert_eq!(s.probe().writes(), vec![(0, 64), (L, 64), (2 * L, 64), (3 * L, 64), (4 * L, 64)]);
     let c = s.cache().counters();
     assert_eq!((c.evictions, c.writebacks), (6, 5));
@@ -269,7 +258,7 @@ fn write_backs_happen_once_per_dirty_residency() {
 /// counts it; nothing is lost.
 #[test]
 fn a_full_writeback_buffer_holds_the_port_and_loses_nothing() {
-    let cfg = with("writeback_buffer = 1\nlookups_per_cycle = 2");
+    let cfg = one_set_with("writeback_buffer = 1\nlookups_per_cycle = 2");
     // Four dirty lines, then eight more full-line writes at once: each evicts a dirty line, two
     // are looked up per cycle, and one write-back fits the buffer: the second of a cycle waits.
     let mut reqs: Vec<(Tick, MemRequest)> = (0..4).map(|i| (i * NS, wr(i * L, 64))).collect();
@@ -566,7 +555,7 @@ fn an_interleaved_bank_behind_an_xor_hash_uses_every_set() {
 /// sectors.
 #[test]
 fn a_write_back_does_not_cover_sectors_the_line_never_held() {
-    let cfg = with(r#"sector = "16B""#);
+    let cfg = one_set_with(r#"sector = "16B""#);
     let reqs = [wr(0, 16), wr(48, 16), wr(L, 64), wr(2 * L, 64), wr(3 * L, 64), wr(4 * L, 64)];
     let s = spaced(&cfg, &reqs);
     assert!(s.probe().reads().is_empty());
@@ -582,7 +571,7 @@ fn a_write_back_does_not_cover_sectors_the_line_never_held() {
 fn a_stall_on_the_write_back_buffer_changes_no_replacement_state() {
     for policy in ["random", "srrip"] {
         let evicted = |buffer: u32, down_cap: u32| {
-            let cfg = with(&format!(
+            let cfg = one_set_with(&format!(
                 r#"replacement = "{policy}"
                    writeback_buffer = {buffer}
                    lookups_per_cycle = 2"#

@@ -305,13 +305,19 @@ pub fn config(text: &str) -> CacheConfig {
 
 /// A small cache: one set of four 64 B ways (LRU), 4 MSHRs of 8 targets, 4-cycle hits.
 pub fn one_set() -> CacheConfig {
-    config(
+    one_set_with("")
+}
+
+/// [`one_set`] with `extra` TOML keys (a replacement policy, sectors, ...).
+pub fn one_set_with(extra: &str) -> CacheConfig {
+    config(&format!(
         r#"size = "256B"
            associativity = 4
            line = "64B"
            mshrs = 4
-           hit_latency_cycles = 4"#,
-    )
+           hit_latency_cycles = 4
+           {extra}"#
+    ))
 }
 
 /// Drivers (one per script) on the upstream ports of one cache over a [`Probe`] of

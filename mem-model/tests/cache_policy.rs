@@ -22,17 +22,6 @@ fn run(cfg: &CacheConfig, reqs: &[MemRequest]) -> Single {
     Single::new(cfg, vec![script(&timed)], 5, 4).run()
 }
 
-fn with(extra: &str) -> CacheConfig {
-    config(&format!(
-        r#"size = "256B"
-           associativity = 4
-           line = "64B"
-           mshrs = 4
-           hit_latency_cycles = 4
-           {extra}"#
-    ))
-}
-
 #[test]
 fn lru_evicts_the_least_recently_used_line() {
     let reqs = [
@@ -47,7 +36,7 @@ fn lru_evicts_the_least_recently_used_line() {
         wr(4 * L, 64), // evicts line 3
         wr(5 * L, 64), // evicts line 0
     ];
-    let s = run(&with(r#"replacement = "lru""#), &reqs);
+    let s = run(&one_set_with(r#"replacement = "lru""#), &reqs);
     assert_eq!(s.probe().writes(), vec![(3 * L, 64), (0, 64)]);
     assert!(s.probe().reads().is_empty());
     for line in [1, 2, 4, 5] {
@@ -72,8 +61,8 @@ fn srrip_evicts_a_line_used_once_where_lru_evicts_an_old_reused_one() {
         wr(3 * L, 64),
         wr(4 * L, 64),
     ];
-    let lru = run(&with(r#"replacement = "lru""#), &reqs);
-    let srrip = run(&with(r#"replacement = "srrip""#), &reqs);
+    let lru = run(&one_set_with(r#"replacement = "lru""#), &reqs);
+    let srrip = run(&one_set_with(r#"replacement = "srrip""#), &reqs);
     assert_eq!(lru.probe().writes(), vec![(0, 64)]);
     assert_eq!(srrip.probe().writes(), vec![(3 * L, 64)]);
     assert!(srrip.cache().holds(0, 64) && !srrip.cache().holds(3 * L, 64));
@@ -82,11 +71,11 @@ fn srrip_evicts_a_line_used_once_where_lru_evicts_an_old_reused_one() {
 #[test]
 fn random_replacement_is_deterministic_and_evicts_an_unlocked_line() {
     let reqs: Vec<MemRequest> = (0..12).map(|i| wr(i * L, 64)).collect();
-    let a = run(&with(r#"replacement = "random""#), &reqs);
-    let b = run(&with(r#"replacement = "random""#), &reqs);
+    let a = run(&one_set_with(r#"replacement = "random""#), &reqs);
+    let b = run(&one_set_with(r#"replacement = "random""#), &reqs);
     assert_eq!(a.probe().writes(), b.probe().writes(), "same seed, same victims");
     assert_eq!(a.probe().writes().len(), 8);
-    let lru = run(&with(r#"replacement = "lru""#), &reqs);
+    let lru = run(&one_set_with(r#"replacement = "lru""#), &reqs);
     assert_ne!(a.probe().writes(), lru.probe().writes(), "random is not LRU in disguise");
 }
 
@@ -101,7 +90,7 @@ fn a_dirty_line_is_written_back_exactly_once_and_a_clean_one_not_at_all() {
         rd(5 * L, 64), // evicts line 1, clean: nothing written
         rd(6 * L, 64),
     ];
-    let s = run(&with(""), &reqs);
+    let s = run(&one_set_with(""), &reqs);
     assert_eq!(s.probe().writes(), vec![(0, 64)]);
     let c = s.cache().counters();
     assert_eq!((c.evictions, c.writebacks), (3, 1));
@@ -115,7 +104,7 @@ fn a_dirty_line_is_written_back_exactly_once_and_a_clean_one_not_at_all() {
 
 #[test]
 fn sectored_lines_fetch_only_the_sectors_touched() {
-    let cfg = with(r#"sector = "32B""#);
+    let cfg = one_set_with(r#"sector = "32B""#);
     let reqs = [
         rd(0, 32),     // miss: fetches sector 0 only
         rd(32, 32),    // the line is present, sector 1 is not: a sector miss
@@ -134,7 +123,7 @@ fn sectored_lines_fetch_only_the_sectors_touched() {
 
 #[test]
 fn a_sectored_write_back_spans_only_the_dirty_sectors() {
-    let cfg = with(r#"sector = "16B""#);
+    let cfg = one_set_with(r#"sector = "16B""#);
     let mut reqs = vec![wr(16, 16), wr(L, 64), wr(2 * L, 64), wr(3 * L, 64), wr(4 * L, 64)];
     reqs.push(rd(0, 4));
     let s = run(&cfg, &reqs);
@@ -144,7 +133,7 @@ fn a_sectored_write_back_spans_only_the_dirty_sectors() {
 
 #[test]
 fn non_temporal_bypass_allocates_nothing() {
-    let cfg = with(r#"non_temporal = "bypass""#);
+    let cfg = one_set_with(r#"non_temporal = "bypass""#);
     let reqs = [
         nt(rd(0, 64)),     // miss: fetched and relayed, not kept
         nt(rd(0, 64)),     // so it misses again
@@ -165,7 +154,7 @@ fn non_temporal_bypass_allocates_nothing() {
 
 #[test]
 fn non_temporal_reads_of_one_line_share_one_bypass_fetch() {
-    let cfg = with(r#"non_temporal = "bypass""#);
+    let cfg = one_set_with(r#"non_temporal = "bypass""#);
     let s =
         Single::new(&cfg, vec![script(&[(0, nt(rd(0, 8))), (0, nt(rd(8, 8))), (0, nt(rd(0, 16)))])], 50, 4)
             .run();
@@ -177,7 +166,7 @@ fn non_temporal_reads_of_one_line_share_one_bypass_fetch() {
 #[test]
 fn non_temporal_insert_lru_makes_the_line_the_next_victim() {
     // Lines 0-2 are ordinary and dirty; line 3 is read non-temporally, then line 4 needs a way.
-    let cfg = with(r#"non_temporal = "insert_lru""#);
+    let cfg = one_set_with(r#"non_temporal = "insert_lru""#);
     let base = [wr(0, 64), wr(L, 64), wr(2 * L, 64)];
     let mut reqs = base.to_vec();
     reqs.extend([nt(rd(3 * L, 64)), wr(4 * L, 64)]);

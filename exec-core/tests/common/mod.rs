@@ -228,3 +228,26 @@ impl System {
         }
     }
 }
+
+/// The test clock's period in ps (1 GHz).
+pub const CYCLE: u64 = 1000;
+
+/// A setup with no memory contents and no output buffer.
+pub fn no_memory() -> Setup {
+    Setup::new(MemoryImage::new(), OutputBuffer { base: 0, elems: 0 })
+}
+
+/// Builds and runs `text` on `setup` to the end; the core must not fault.
+pub fn run(setup: Setup, text: &str) -> System {
+    let mut sys = System::build(setup, text).expect("builds");
+    sys.run().expect("runs to the end");
+    assert_eq!(sys.core().fault(), None);
+    sys
+}
+
+/// The cycle the core finished at (on an edge).
+pub fn finish_cycles(sys: &System) -> u64 {
+    let t = sys.core().finish_tick().expect("finished");
+    assert_eq!(t % CYCLE, 0, "finishes at an edge");
+    t / CYCLE
+}
