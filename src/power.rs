@@ -179,7 +179,7 @@ impl DaePower {
 pub struct CacheActivity {
     /// Instances (private caches or LLC banks).
     pub instances: u64,
-    /// Line lookups (hits, misses, sector misses and merged accesses).
+    /// Line lookups (hits, misses, sector misses, merged and bypassed accesses).
     pub lookups: u64,
     /// Lines filled from below.
     pub fills: u64,
@@ -217,7 +217,7 @@ pub struct Activity {
     pub queue_pops: u64,
     /// `vldq` row reads.
     pub queue_loads: u64,
-    /// Access units.
+    /// Access units (one per core of a chip that has them, used by its program or not).
     pub units: u64,
     /// Access-unit line read requests.
     pub au_requests: u64,

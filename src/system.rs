@@ -696,11 +696,15 @@ pub fn run(
     }
 
     let stats: &Stats = e.stats();
-    let lat_name = if sys.access_unit.is_some() { "au.lookup_latency" } else { "lookup_latency" };
     let mut lookup_latency =
         Histogram::<u64>::new_with_bounds(1, 1_000_000_000, 3).map_err(|err| build_err("stats", err))?;
     for (name, _) in &cores {
-        if let Some(h) = stats.lookup_histogram(&format!("{name}.{lat_name}")) {
+        // Its access unit times the lookups where one was built for the core's program; code
+        // the compiler left on the core (no `decouple`) is timed by the core.
+        let h = stats
+            .lookup_histogram(&format!("{name}.au.lookup_latency"))
+            .or_else(|| stats.lookup_histogram(&format!("{name}.lookup_latency")));
+        if let Some(h) = h {
             lookup_latency.add(h).map_err(|err| build_err("stats", err))?;
         }
     }
@@ -799,7 +803,6 @@ fn activity(
             }
             Some(Node::Au(u)) => {
                 let c = u.counters();
-                a.units += 1;
                 a.au_requests += c.requests;
                 a.au_write_requests += c.write_requests;
                 a.au_events += c.events;
@@ -819,10 +822,14 @@ fn activity(
         };
         let c = c.counters();
         level.instances += 1;
-        level.lookups += c.hits + c.misses + c.sector_misses + c.merged;
+        // Every line access looks up the tags, a bypassed one too.
+        level.lookups += c.hits + c.misses + c.sector_misses + c.merged + c.bypasses;
         level.fills += c.fills;
         level.writebacks += c.writebacks;
     }
+    // The chip's access units are there, and draw static power, whether a core's program used
+    // its unit or not (core-only code, a core with no work).
+    a.units = if sys.access_unit.is_some() { a.cores } else { 0 };
     let stats = e.stats();
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
     a.noc_transfers = counter("noc.requests") + counter("noc.responses");

@@ -32,7 +32,7 @@ pub struct GpuEstimate {
     /// Sectors moved between L2 and the SMs: every lookup's sectors (L2 hits included), the
     /// index and offset streams and the output rows.
     pub l2_sectors: u64,
-    /// Lookups served from L2.
+    /// Lookups served from L2 (the simulation's figure counts every L2 hit, stores included).
     pub l2_hits: u64,
     /// Loaded lookup latency (Little's law).
     pub latency: Tick,

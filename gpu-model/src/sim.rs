@@ -316,17 +316,13 @@ pub fn run(
             if *l2 {
                 l2_accesses += k.reads + k.writes;
                 l2_hits += k.hits;
+                // What the L1s (and the stores they pass on) move to and from the L2.
+                l2_sectors += k.upstream_sectors;
             } else {
                 l1_accesses += k.reads + k.writes;
                 l1_hits += k.hits;
             }
         }
-    }
-    // Sectors moved between L2 and the SMs: the SMs' sectors less the share the L1s served.
-    if l1_accesses > 0 {
-        l2_sectors = (total.sectors as f64 * (l1_accesses - l1_hits.min(l1_accesses)) as f64
-            / l1_accesses as f64)
-            .round() as u64;
     }
     if let Some((GpuNode::Dram(d), stats)) = e.component_and_stats_mut(dram) {
         d.finish(total.finished, stats);
@@ -335,11 +331,13 @@ pub fn run(
         Some(GpuNode::Dram(d)) => d.counters(),
         _ => return Err(build("hbm", "missing")),
     };
+    // A kernel with no block still takes its launch.
+    let time = total.finished.max(launch_delay);
     let act = mem_model::dram::Command::Act.index();
     let dram_bytes = counters.bytes_read + counters.bytes_written;
     let mean = latency.mean() as u64;
     let activity = GpuEstimate {
-        time: total.finished,
+        time,
         dram_bytes,
         dram_bytes_written: counters.bytes_written,
         dram_activations: counters.commands[act],
@@ -348,7 +346,7 @@ pub fn run(
         latency: mean,
     };
     Ok(SimRun {
-        time: total.finished,
+        time,
         activity,
         latency,
         dram_bytes_read: counters.bytes_read,

@@ -5,7 +5,8 @@
 //! [`crate::kernel`]): load the bags' offsets; per chunk of `group` rows, load the chunk's
 //! indices; per row (or `row_unroll` rows), load every group's row, then spend the accumulate's
 //! warp instructions on the warp's scheduler; finally store the pooled rows. A warp instruction's
-//! addresses are coalesced into one request per 128 B line touched (the L1 sectors them). A
+//! addresses are coalesced per 128 B line touched, one request per run of the 32 B sectors they
+//! touch in it (sectors between two runs are not fetched). A
 //! warp waits for every line of a load before its next step, as the scoreboard stalls the first
 //! instruction that uses the data. Stores are posted: only the kernel's end waits for them.
 //!
@@ -28,6 +29,9 @@ use std::sync::Arc;
 
 /// Bytes per L1 line (the unit a warp instruction's addresses are coalesced into).
 pub const LINE_BYTES: u64 = 128;
+
+/// Bytes per sector: a line's requests cover the sectors a warp touches, no others.
+const SECTOR_BYTES: u64 = 32;
 
 /// The GPU's block scheduler (the hardware's work distributor): hands out the grid's blocks in
 /// order to SMs with a free slot. The first wave goes breadth first (block `i` to SM `i % sms`),
@@ -384,20 +388,34 @@ where
         lines.sort_unstable();
         let mut i = 0;
         while i < lines.len() {
-            let (line, lo, mut hi) = lines[i];
-            i += 1;
+            let line = lines[i].0;
+            let base = line * LINE_BYTES;
+            // The 32 B sectors the warp touches in this line, and its bytes' span.
+            let (mut mask, mut lo, mut hi) = (0u32, u64::MAX, 0);
             while i < lines.len() && lines[i].0 == line {
-                hi = hi.max(lines[i].2);
+                let (_, a, b) = lines[i];
+                for k in (a - base) / SECTOR_BYTES..=(b - 1 - base) / SECTOR_BYTES {
+                    mask |= 1 << k;
+                }
+                (lo, hi) = (lo.min(a), hi.max(b));
                 i += 1;
             }
-            let bytes = (hi - lo) as u32;
-            let mut r = if write {
-                MemRequest::write(id, lo, bytes, now)
-            } else {
-                MemRequest::read(id, lo, bytes, now)
-            };
-            r.non_temporal = bypass;
-            self.issue.push_back(r);
+            // One request per run of touched sectors: sectors between them are not fetched.
+            while mask != 0 {
+                let first = u64::from(mask.trailing_zeros());
+                let run = u64::from((mask >> first).trailing_ones());
+                mask &= !(((1u32 << run) - 1) << first);
+                let start = lo.max(base + first * SECTOR_BYTES);
+                let end = hi.min(base + (first + run) * SECTOR_BYTES);
+                let bytes = (end - start) as u32;
+                let mut r = if write {
+                    MemRequest::write(id, start, bytes, now)
+                } else {
+                    MemRequest::read(id, start, bytes, now)
+                };
+                r.non_temporal = bypass;
+                self.issue.push_back(r);
+            }
         }
         self.scratch = lines;
     }

@@ -138,17 +138,20 @@ pub struct CacheCounters {
     pub set_busy_misses: u64,
     /// Times a port stalled because the write-back buffer was full.
     pub writeback_full_stalls: u64,
+    /// Sectors (of this cache's sector size) that the requests accepted from upstream touch: the
+    /// traffic between this level and the one above (a GPU's L2 and its SMs).
+    pub upstream_sectors: u64,
 }
 
 /// Statistic ids, in the order of [`CacheCounters`]' fields.
 struct StatIds {
-    counters: [CounterId; 13],
+    counters: [CounterId; 14],
     hit_latency: HistogramId,
     miss_latency: HistogramId,
 }
 
 /// Statistic names (leaves under the cache's name), in the order of [`CacheCounters`]' fields.
-const COUNTER_NAMES: [&str; 13] = [
+const COUNTER_NAMES: [&str; 14] = [
     "reads",
     "writes",
     "hits",
@@ -162,6 +165,7 @@ const COUNTER_NAMES: [&str; 13] = [
     "mshr_full_stalls",
     "set_busy_misses",
     "writeback_full_stalls",
+    "upstream_sectors",
 ];
 
 /// Index of each count in the cache's count array, in the order of [`CacheCounters`]' fields.
@@ -180,10 +184,11 @@ enum Count {
     MshrFullStalls,
     SetBusyMisses,
     WritebackFullStalls,
+    UpstreamSectors,
 }
 
 impl CacheCounters {
-    fn from_array(c: [u64; 13]) -> Self {
+    fn from_array(c: [u64; 14]) -> Self {
         Self {
             reads: c[Count::Reads as usize],
             writes: c[Count::Writes as usize],
@@ -198,6 +203,7 @@ impl CacheCounters {
             mshr_full_stalls: c[Count::MshrFullStalls as usize],
             set_busy_misses: c[Count::SetBusyMisses as usize],
             writeback_full_stalls: c[Count::WritebackFullStalls as usize],
+            upstream_sectors: c[Count::UpstreamSectors as usize],
         }
     }
 }
@@ -322,8 +328,8 @@ pub struct Cache<M> {
     settle: Settle,
     /// Counts, the values last added to the statistics, and which differ (one bit per count):
     /// statistics are brought up to date at the end of every wake, touching only what changed.
-    counts: [u64; 13],
-    flushed: [u64; 13],
+    counts: [u64; 14],
+    flushed: [u64; 14],
     changed: u16,
     ids: StatIds,
     _msg: PhantomData<fn() -> M>,
@@ -344,7 +350,7 @@ impl<M> Cache<M> {
         if links.upstream.is_empty() {
             return Err(CacheBuildError::NoUpstream { name: name.to_owned() });
         }
-        let mut counters = [None; 13];
+        let mut counters = [None; 14];
         for (slot, leaf) in counters.iter_mut().zip(COUNTER_NAMES) {
             *slot = Some(stats.counter_in(name, leaf)?);
         }
@@ -432,8 +438,8 @@ impl<M> Cache<M> {
             armed: Tick::MAX,
             retire_at: Tick::MAX,
             settle: Settle::default(),
-            counts: [0; 13],
-            flushed: [0; 13],
+            counts: [0; 14],
+            flushed: [0; 14],
             changed: 0,
             ids,
             _msg: PhantomData,
@@ -955,6 +961,9 @@ where
         } else {
             self.bump(Count::Reads);
         }
+        let sectors = (last >> self.geo.sector_shift) - (req.addr >> self.geo.sector_shift) + 1;
+        self.counts[Count::UpstreamSectors as usize] += sectors;
+        self.changed |= 1 << Count::UpstreamSectors as usize;
         Some(req)
     }
 
