@@ -164,6 +164,9 @@ struct Warp {
     step: u32,
     phase: Phase,
     pending: u32,
+    /// The rows of the current row step: (first byte, end byte, line requests of it not yet
+    /// answered). A row's lookup latency runs to the answer of its last line.
+    rows: Vec<(u64, u64, u32)>,
 }
 
 impl Warp {
@@ -178,6 +181,7 @@ impl Warp {
             step: 0,
             phase: Phase::Offsets,
             pending: 0,
+            rows: Vec::new(),
         }
     }
 }
@@ -346,7 +350,7 @@ where
     }
 
     /// Coalesces `ranges` (address, bytes) into line reads for warp `w` and queues them; the
-    /// warp waits for all of them.
+    /// warp waits for all of them. For rows (`row`), each range is timed as one lookup.
     fn load(&mut self, w: usize, ranges: &[(u64, u64)], row: bool, ctx: &mut Ctx<'_, M>) {
         let before = self.issue.len();
         let bypass = row && self.kernel.bypass_l1;
@@ -354,6 +358,19 @@ where
             self.counters.first_row = self.counters.first_row.min(ctx.now());
         }
         self.coalesce(w as u64 | if row { ID_ROW } else { 0 }, ranges, false, bypass, ctx.now());
+        if row {
+            // Each row waits for the requests that carry any of its bytes.
+            let sent = self.issue.range(before..);
+            let mut rows = std::mem::take(&mut self.warps[w].rows);
+            rows.clear();
+            for &(a, b) in ranges {
+                let end = a + b.max(1);
+                let n =
+                    sent.clone().filter(|r| r.addr < end && a < r.addr + u64::from(r.bytes.max(1))).count();
+                rows.push((a, end, n as u32));
+            }
+            self.warps[w].rows = rows;
+        }
         self.warps[w].pending = (self.issue.len() - before) as u32;
         if self.warps[w].pending == 0 {
             // Nothing to load (an empty chunk): carry on at once.
@@ -581,11 +598,18 @@ where
             self.counters.finished = self.counters.finished.max(now);
             return;
         }
-        if r.id & ID_ROW != 0 {
-            let id = self.ids.row_latency;
-            ctx.stats().record(id, now.saturating_sub(r.issued).max(1));
-        }
         let w = (r.id & 0xffff_ffff) as usize;
+        if r.id & ID_ROW != 0 {
+            // A row is timed once its last line is back, from the step's issue.
+            let (lo, hi) = (r.addr, r.addr + u64::from(r.bytes.max(1)));
+            let id = self.ids.row_latency;
+            for row in self.warps[w].rows.iter_mut().filter(|row| row.0 < hi && lo < row.1 && row.2 > 0) {
+                row.2 -= 1;
+                if row.2 == 0 {
+                    ctx.stats().record(id, now.saturating_sub(r.issued).max(1));
+                }
+            }
+        }
         self.warps[w].pending -= 1;
         if self.warps[w].pending == 0 {
             self.advance(w, ctx);

@@ -320,3 +320,14 @@ fn row_unroll_keeps_that_many_rows_in_flight_up_to_the_group() {
     let (four, eight) = (t(8, 4), t(8, 8));
     assert!((eight - four).abs() <= 0.02 * four, "4-lane groups: unroll 8 {eight:.0} cycles, 4 {four:.0}");
 }
+
+#[test]
+fn a_row_of_several_lines_is_one_lookup_timed_to_its_last_line() {
+    // README, the lookup-latency column: "from the first request of a row to its arrival (the
+    // whole row)". 4 bags of 8 distinct 512 B rows (4 lines each): 32 lookups, 32 latencies,
+    // none shorter than a DRAM access.
+    let gpu = h100(1);
+    let r = run(&gpu, distinct(4, 8, 128));
+    assert_eq!(r.latency.len(), 32, "one latency per row, not per line");
+    assert!(r.latency.min() >= 200_000, "min {} ps", r.latency.min());
+}
