@@ -343,12 +343,11 @@ struct Level {
     lockstep: bool,
     /// Base of the index list of an `indexed` TU (its `ite` streams load from it).
     indexed_base: Option<u64>,
-    /// Iterations the window holds in all (`depth` per lane).
-    capacity: usize,
-    /// Iterations one lane holds at most (its share of the storage).
+    /// Iterations one lane holds at most (its share of the storage; the window holds `depth`
+    /// per lane in all).
     depth: u32,
     /// Per lane: live iterations in the window. Masked tails leave lanes idle, so a window
-    /// below `capacity` can still have a full lane: a step waits while any of its lanes is full.
+    /// below its total can still have a full lane: a step waits while any of its lanes is full.
     lane_live: Vec<u32>,
     window: VecDeque<Iteration>,
     head_seq: u64,
@@ -571,7 +570,6 @@ impl<M> AccessUnit<M> {
                     Bounds::Indexed { base, .. } => Some(base),
                     _ => None,
                 },
-                capacity,
                 depth: depth as u32,
                 lane_live: vec![0; lanes as usize],
                 window: VecDeque::with_capacity(capacity),
@@ -1503,8 +1501,11 @@ where
     }
 
     fn status(&self) -> String {
-        let windows: Vec<String> =
-            self.levels.iter().map(|l| format!("{}/{}", l.window.len(), l.capacity)).collect();
+        let windows: Vec<String> = self
+            .levels
+            .iter()
+            .map(|l| format!("{}/{}", l.window.len(), l.depth as usize * l.lanes as usize))
+            .collect();
         let chunks: Vec<String> = self
             .chunks
             .iter()

@@ -379,6 +379,14 @@ fn an_indexed_root_and_a_zero_count_indexed_level() {
     assert_eq!(r.events(), want);
 }
 
+/// One lockstep step of 4 lanes, each loading a 128 B row (two lines) and sending its index.
+fn four_lanes_of_rows() -> AuProgram {
+    p(&format!(
+        ".au\ntu t0 = dense 0..4 lockstep 4\ns0 = ite t0\ns1 = load.row 128 [{TAB:#x} + s0 * 128] in t0\n\
+         on t0 iter -> 1 (s0)\n"
+    ))
+}
+
 /// Rows of lane 3 (child 3 mod 4) take 5 us; the others 100 ns.
 fn lane3_slow(r: &MemRequest) -> u64 {
     if !r.write && r.addr >= TAB && ((r.addr - TAB) / 128) % 4 == 3 { 5_000_000 } else { 100_000 }
@@ -386,10 +394,7 @@ fn lane3_slow(r: &MemRequest) -> u64 {
 
 #[test]
 fn a_lockstep_step_emits_only_once_every_active_lane_is_ready() {
-    let prog = p(&format!(
-        ".au\ntu t0 = dense 0..4 lockstep 4\ns0 = ite t0\ns1 = load.row 128 [{TAB:#x} + s0 * 128] in t0\n\
-         on t0 iter -> 1 (s0)\n"
-    ));
+    let prog = four_lanes_of_rows();
     let cfg = AccessUnitConfig { outq_chunk_entries: 1, ..tmu() };
     let r = run_full(prog, image(vec![], vec![], vec![]), cfg, 64, 0, lane3_slow, None);
     assert_eq!(r.events(), (0..4u64).map(|i| (1, vec![i])).collect::<Vec<_>>());
@@ -399,10 +404,7 @@ fn a_lockstep_step_emits_only_once_every_active_lane_is_ready() {
 #[test]
 fn lanes_of_a_layer_take_line_requests_round_robin() {
     // One step of 4 lanes, 2-line rows, one request a cycle: lanes alternate line by line.
-    let prog = p(&format!(
-        ".au\ntu t0 = dense 0..4 lockstep 4\ns0 = ite t0\ns1 = load.row 128 [{TAB:#x} + s0 * 128] in t0\n\
-         on t0 iter -> 1 (s0)\n"
-    ));
+    let prog = four_lanes_of_rows();
     let cfg = AccessUnitConfig { requests_per_cycle: 1, ..tmu() };
     let r = run(prog, image(vec![], vec![], vec![]), cfg);
     let rows: Vec<u64> = r.reads().iter().map(|&(_, a)| (a - TAB) / 128).collect();

@@ -623,14 +623,13 @@ impl Calendar {
     /// floor on (a search may start a few cycles before it; the new ring holds both spans
     /// apart). The skips start over at one: always true, only slower.
     fn grow(&mut self) {
-        let old = std::mem::replace(self, Calendar::new(self.limits));
-        self.floor = old.floor;
-        self.horizon = old.horizon * 2;
-        self.words = vec![u64::MAX; CLASSES * self.horizon];
-        self.skip = vec![1; CLASSES * self.horizon];
+        let (old, keep_from) = (self.horizon, self.floor.saturating_sub(self.horizon as u64));
+        let words = std::mem::replace(&mut self.words, vec![u64::MAX; CLASSES * 2 * old]);
+        self.skip = vec![1; CLASSES * 2 * old];
+        self.horizon = 2 * old;
         for k in 0..CLASSES {
-            for &w in &old.words[k * old.horizon..(k + 1) * old.horizon] {
-                if w != u64::MAX && w >> 8 >= old.floor.saturating_sub(old.horizon as u64) {
+            for &w in &words[k * old..(k + 1) * old] {
+                if w != u64::MAX && w >> 8 >= keep_from {
                     let i = self.at(k, w >> 8);
                     self.words[i] = w;
                 }

@@ -16,6 +16,7 @@
 //! and the warp resumes `alu_latency_cycles` after the last one.
 
 use crate::kernel::GatherKernel;
+use mem_model::cache::Sectors;
 use mem_model::{MemRequest, MemResponse};
 use sim_core::{
     Carries, Clock, Component, CounterId, Ctx, HistogramId, LinkId, Priority, Stats, StatsError, Tick, Wake,
@@ -30,8 +31,8 @@ use std::sync::Arc;
 /// Bytes per L1 line (the unit a warp instruction's addresses are coalesced into).
 pub const LINE_BYTES: u64 = 128;
 
-/// Bytes per sector: a line's requests cover the sectors a warp touches, no others.
-const SECTOR_BYTES: u64 = 32;
+/// A line's 32 B sectors: a line's requests cover the sectors a warp touches, no others.
+const SECTORS: Sectors = Sectors::new(LINE_BYTES.trailing_zeros(), 5);
 
 /// The GPU's block scheduler (the hardware's work distributor): hands out the grid's blocks in
 /// order to SMs with a free slot. The first wave goes breadth first (block `i` to SM `i % sms`),
@@ -407,23 +408,19 @@ where
         while i < lines.len() {
             let line = lines[i].0;
             let base = line * LINE_BYTES;
-            // The 32 B sectors the warp touches in this line, and its bytes' span.
-            let (mut mask, mut lo, mut hi) = (0u32, u64::MAX, 0);
+            // The sectors the warp touches in this line, and its bytes' span.
+            let (mut mask, mut lo, mut hi) = (0, u64::MAX, 0);
             while i < lines.len() && lines[i].0 == line {
                 let (_, a, b) = lines[i];
-                for k in (a - base) / SECTOR_BYTES..=(b - 1 - base) / SECTOR_BYTES {
-                    mask |= 1 << k;
-                }
+                mask |= SECTORS.touched(a - base, b - base);
                 (lo, hi) = (lo.min(a), hi.max(b));
                 i += 1;
             }
             // One request per run of touched sectors: sectors between them are not fetched.
-            while mask != 0 {
-                let first = u64::from(mask.trailing_zeros());
-                let run = u64::from((mask >> first).trailing_ones());
-                mask &= !(((1u32 << run) - 1) << first);
-                let start = lo.max(base + first * SECTOR_BYTES);
-                let end = hi.min(base + (first + run) * SECTOR_BYTES);
+            for run in Sectors::runs(mask) {
+                let (offset, len) = SECTORS.span(run);
+                let start = lo.max(base + offset);
+                let end = hi.min(base + offset + len);
                 let bytes = (end - start) as u32;
                 let mut r = if write {
                     MemRequest::write(id, start, bytes, now)

@@ -143,15 +143,18 @@ pub struct CacheCounters {
     pub upstream_sectors: u64,
 }
 
+/// How many counts [`CacheCounters`] has.
+const COUNTS: usize = 14;
+
 /// Statistic ids, in the order of [`CacheCounters`]' fields.
 struct StatIds {
-    counters: [CounterId; 14],
+    counters: [CounterId; COUNTS],
     hit_latency: HistogramId,
     miss_latency: HistogramId,
 }
 
 /// Statistic names (leaves under the cache's name), in the order of [`CacheCounters`]' fields.
-const COUNTER_NAMES: [&str; 14] = [
+const COUNTER_NAMES: [&str; COUNTS] = [
     "reads",
     "writes",
     "hits",
@@ -188,7 +191,7 @@ enum Count {
 }
 
 impl CacheCounters {
-    fn from_array(c: [u64; 14]) -> Self {
+    fn from_array(c: [u64; COUNTS]) -> Self {
         Self {
             reads: c[Count::Reads as usize],
             writes: c[Count::Writes as usize],
@@ -328,8 +331,8 @@ pub struct Cache<M> {
     settle: Settle,
     /// Counts, the values last added to the statistics, and which differ (one bit per count):
     /// statistics are brought up to date at the end of every wake, touching only what changed.
-    counts: [u64; 14],
-    flushed: [u64; 14],
+    counts: [u64; COUNTS],
+    flushed: [u64; COUNTS],
     changed: u16,
     ids: StatIds,
     _msg: PhantomData<fn() -> M>,
@@ -350,7 +353,7 @@ impl<M> Cache<M> {
         if links.upstream.is_empty() {
             return Err(CacheBuildError::NoUpstream { name: name.to_owned() });
         }
-        let mut counters = [None; 14];
+        let mut counters = [None; COUNTS];
         for (slot, leaf) in counters.iter_mut().zip(COUNTER_NAMES) {
             *slot = Some(stats.counter_in(name, leaf)?);
         }
@@ -438,8 +441,8 @@ impl<M> Cache<M> {
             armed: Tick::MAX,
             retire_at: Tick::MAX,
             settle: Settle::default(),
-            counts: [0; 14],
-            flushed: [0; 14],
+            counts: [0; COUNTS],
+            flushed: [0; COUNTS],
             changed: 0,
             ids,
             _msg: PhantomData,
@@ -471,7 +474,13 @@ impl<M> Cache<M> {
     /// Adds one to a count.
     #[inline]
     fn bump(&mut self, c: Count) {
-        self.counts[c as usize] += 1;
+        self.bump_by(c, 1);
+    }
+
+    /// Adds `n` to a count.
+    #[inline]
+    fn bump_by(&mut self, c: Count, n: u64) {
+        self.counts[c as usize] += n;
         self.changed |= 1 << c as usize;
     }
 
@@ -962,8 +971,7 @@ where
             self.bump(Count::Reads);
         }
         let sectors = (last >> self.geo.sector_shift) - (req.addr >> self.geo.sector_shift) + 1;
-        self.counts[Count::UpstreamSectors as usize] += sectors;
-        self.changed |= 1 << Count::UpstreamSectors as usize;
+        self.bump_by(Count::UpstreamSectors, sectors);
         Some(req)
     }
 

@@ -16,7 +16,7 @@ pub struct Sectors {
 
 impl Sectors {
     /// Sectors of `1 << sector_shift` bytes in lines of `1 << line_shift` bytes (at most 64).
-    pub fn new(line_shift: u32, sector_shift: u32) -> Self {
+    pub const fn new(line_shift: u32, sector_shift: u32) -> Self {
         Self { line_shift, sector_shift }
     }
 
