@@ -16,8 +16,10 @@
 //! one per lane (a final partial step spawns only the active lanes: masked lanes issue and emit
 //! nothing), and emits a step's events only once every active lane of the step is ready. An
 //! iteration is spawned when its lane has room (a step waits while any lane it uses is full,
-//! even if masked tails leave other lanes idle) and, below the outermost layer, once its parent
-//! iteration's values (CSR bounds, indexed positions) have arrived; its streams start in
+//! even if masked tails leave other lanes idle) and, below the outermost layer, once the parent
+//! iteration's streams that deeper layers read (CSR bounds, indexed positions, operands of their
+//! streams) have arrived, not its other streams (a query's head row does not hold back the
+//! candidates' fetches; the parent's events still wait for all of them); its streams start in
 //! configuration order as their operands become ready, and its loads queue on its lane. The
 //! window depth comes from the stream storage: `storage` is the unit's total, each lane gets
 //! `storage / lanes` (TMU: 8 x 2 KiB), and every layer of a lane gets the same depth: the
@@ -52,7 +54,8 @@
 //! where the last one stopped; none of this changes what is simulated.
 
 use crate::isa::{
-    AluOp, AuProgram, Bounds, Event, Layer, MAX_LEVELS, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamKind,
+    AluOp, AuProgram, Bounds, Event, Layer, MAX_LEVELS, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamId,
+    StreamKind,
 };
 use crate::outq::OutqEntry;
 use mem_model::{MemError, MemRequest, MemResponse, MemoryImage};
@@ -338,6 +341,10 @@ struct Level {
     /// Global ids of this level's streams, in configuration order.
     streams: Vec<u8>,
     all_ready: u32,
+    /// This level's streams that deeper levels read (their bounds or their streams' operands):
+    /// an iteration's children are spawned once these have arrived, not all of its streams,
+    /// so a row the children never read does not hold back their fetches.
+    needed: u32,
     /// Lanes one step occupies (1 unless lockstep).
     lanes: u32,
     lockstep: bool,
@@ -482,6 +489,14 @@ fn round_up(bytes: u64, line: u64) -> u64 {
     bytes.div_ceil(line).saturating_mul(line)
 }
 
+/// The stream an operand reads, if it reads one.
+fn stream_of(o: Operand) -> Option<StreamId> {
+    match o {
+        Operand::Stream(s) => Some(s),
+        Operand::Const(_) => None,
+    }
+}
+
 impl<M> AccessUnit<M> {
     /// A unit named `name` that will run `program` against `image`.
     pub fn new(
@@ -563,6 +578,7 @@ impl<M> AccessUnit<M> {
             levels.push(Level {
                 line_buffers: [LineBuffer::EMPTY; MAX_STREAMS_PER_TU],
                 all_ready: if streams.len() >= 32 { u32::MAX } else { (1u32 << streams.len()) - 1 },
+                needed: 0,
                 streams,
                 lanes,
                 lockstep: matches!(tu.layer, Layer::Lockstep { .. }),
@@ -583,6 +599,28 @@ impl<M> AccessUnit<M> {
                 post: cbs(l + 1, Event::End),
                 gen_cursor: 0,
             });
+        }
+        for (l, tu) in program.tus.iter().enumerate() {
+            let bounds = match tu.bounds {
+                Bounds::Dense { .. } => [None, None],
+                Bounds::Range { begin, end } => [Some(begin), Some(end)],
+                Bounds::Indexed { from, count, .. } => [stream_of(from), stream_of(count)],
+            };
+            let operands =
+                program.streams.iter().filter(|s| s.tu.0 as usize == l).flat_map(|s| match s.kind {
+                    StreamKind::Ite => [None, None],
+                    StreamKind::Load { index, .. } | StreamKind::Row { index, .. } => {
+                        [stream_of(index), None]
+                    }
+                    StreamKind::Alu { a, b, .. } => [stream_of(a), stream_of(b)],
+                    StreamKind::Fwd { src } => [stream_of(src), None],
+                });
+            for s in bounds.into_iter().chain(operands).flatten() {
+                let (lv, k) = place[s.0 as usize];
+                if (lv as usize) < l {
+                    levels[lv as usize].needed |= 1 << k;
+                }
+            }
         }
         // The outermost TU's bounds are constants (the verifier allows no streams there).
         let konst = |o: Operand| match o {
@@ -901,7 +939,7 @@ impl<M> AccessUnit<M> {
                     break;
                 }
                 let pidx = (pseq - plev.head_seq) as usize;
-                if plev.window[pidx].ready != plev.all_ready {
+                if plev.window[pidx].ready & plev.needed != plev.needed {
                     break;
                 }
                 if !plev.window[pidx].bounds_known {

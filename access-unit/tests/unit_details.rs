@@ -746,3 +746,59 @@ fn outer_layer_lines_go_before_inner_ones_and_streams_in_configuration_order() {
         vec![(1, 0), (1, 1), (2, 0), (2, 1), (1, 2), (1, 3), (2, 2), (2, 3), (1, 4), (1, 5), (2, 4), (2, 5)]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A child waits for the parent streams it reads, and only those.
+
+/// Reads of the `data` region (a parent's row) take 5 us; the others 100 ns.
+fn data_slow(r: &MemRequest) -> u64 {
+    if !r.write && (DATA..DATA + 0x1000).contains(&r.addr) { 5_000_000 } else { 100_000 }
+}
+
+#[test]
+fn children_with_constant_bounds_fetch_before_a_parent_row_they_do_not_read_arrives() {
+    // A knowledge-graph query's shape: the parent's row (a head embedding) is slow; its
+    // children (candidate rows) have constant bounds and read nothing of the parent.
+    let prog = p(&format!(
+        ".au\ntu t0 = dense 0..2\ntu t1 = dense 0..4 in t0\ns0 = ite t0\n\
+         s1 = load.row 64 [{DATA:#x} + s0 * 64] in t0\ns2 = ite t1\n\
+         s3 = load.row 64 [{TAB:#x} + s2 * 64] in t1\n\
+         on t0 iter -> 0 (s1)\non t1 iter -> 1 (s3)\non t1 end -> 2 (s0)\n"
+    ));
+    let r = run_full(prog, image(vec![], vec![], vec![0; 64]), tmu(), 1024, 0, data_slow, None);
+    let mut want = vec![];
+    for q in 0..2u64 {
+        want.push((0, vec![DATA + q * 64]));
+        want.extend((0..4u64).map(|c| (1, vec![TAB + c * 64])));
+        want.push((2, vec![q]));
+    }
+    assert_eq!(r.events(), want, "events stay in program order");
+    let first_child = r.reads().iter().filter(|&&(_, a)| a >= TAB).map(|&(t, _)| t).min().unwrap();
+    assert!(
+        first_child < 1_000_000,
+        "the first candidate row was requested at {first_child} ps, after the head row"
+    );
+    assert!(r.at[0] >= 5_000_000, "the parent's event left before its row arrived: {} ps", r.at[0]);
+}
+
+#[test]
+fn a_grandchild_waits_for_the_grandparent_stream_it_reads() {
+    // s1 (slow, in t0) is read by t2's row address two levels down; t1 reads nothing of t0.
+    let prog = p(&format!(
+        ".au\ntu t0 = dense 0..2\ntu t1 = dense 0..2 in t0\ntu t2 = dense 0..2 in t1\ns0 = ite t0\n\
+         s1 = load.u32 [{DATA:#x} + s0 * 4] in t0\ns2 = ite t1\ns3 = ite t2\n\
+         s4 = alu.add s1, s3 in t2\ns5 = load.row 64 [{TAB:#x} + s4 * 64] in t2\n\
+         on t2 iter -> 1 (s5)\n"
+    ));
+    let data = vec![10, 20];
+    let r = run_full(prog, image(vec![], vec![], data), tmu(), 1024, 0, data_slow, None);
+    let mut want = vec![];
+    for base in [10u64, 20] {
+        for _ in 0..2 {
+            want.extend((0..2u64).map(|c| (1, vec![TAB + (base + c) * 64])));
+        }
+    }
+    assert_eq!(r.events(), want);
+    let first_row = r.reads().iter().filter(|&&(_, a)| a >= TAB).map(|&(t, _)| t).min().unwrap();
+    assert!(first_row >= 5_000_000, "a row was requested at {first_row} ps, before its index arrived");
+}
