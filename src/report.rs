@@ -74,9 +74,30 @@ fn nj_per_lookup(m: &Measured) -> Option<f64> {
     (m.lookups > 0).then(|| e.total_j() * 1e9 / m.lookups as f64)
 }
 
+/// One system's geometric means over the workloads, relative to the baseline, with how many
+/// workloads each covers: a pair that failed (or has no power figures) has no ratio, and a mean
+/// over fewer workloads than the system ran says so rather than passing for the whole set.
+struct Geomean {
+    system: String,
+    speedup: Option<f64>,
+    perf_per_watt: Option<f64>,
+    /// Workloads with a speedup and with a perf/W ratio.
+    with_speedup: usize,
+    with_perf_per_watt: usize,
+    /// Workloads the system ran (failed ones included).
+    workloads: usize,
+}
+
+impl Geomean {
+    /// " (over N of M workloads)" for a mean that leaves some out, else nothing.
+    fn coverage(n: usize, of: usize) -> String {
+        if n < of { format!(" (over {n} of {of} workloads)") } else { String::new() }
+    }
+}
+
 /// Per system other than the baseline: geometric means over the workloads of the speedup and
 /// of perf/W relative to the baseline.
-fn geomeans(exp: &Experiment, all: &[Outcome]) -> Vec<(String, Option<f64>, Option<f64>)> {
+fn geomeans(exp: &Experiment, all: &[Outcome]) -> Vec<Geomean> {
     let mut systems: Vec<&str> = Vec::new();
     for o in all {
         if !systems.contains(&o.system.as_str()) && exp.file.report.baseline.as_deref() != Some(&o.system) {
@@ -88,9 +109,18 @@ fn geomeans(exp: &Experiment, all: &[Outcome]) -> Vec<(String, Option<f64>, Opti
         .map(|sys| {
             let of = |f: &dyn Fn(&Outcome) -> Option<f64>| {
                 let v: Vec<f64> = all.iter().filter(|o| o.system == sys).filter_map(f).collect();
-                geomean(&v)
+                (geomean(&v), v.len())
             };
-            (sys.to_string(), of(&|o| speedup(exp, all, o)), of(&|o| perf_per_watt_ratio(exp, all, o)))
+            let (speedup, with_speedup) = of(&|o| speedup(exp, all, o));
+            let (perf_per_watt, with_perf_per_watt) = of(&|o| perf_per_watt_ratio(exp, all, o));
+            Geomean {
+                system: sys.to_string(),
+                speedup,
+                perf_per_watt,
+                with_speedup,
+                with_perf_per_watt,
+                workloads: all.iter().filter(|o| o.system == sys).count(),
+            }
         })
         .collect()
 }
@@ -219,9 +249,17 @@ pub fn table(exp: &Experiment, all: &[Outcome]) -> String {
         }
     }
     if !base.is_empty() {
-        for (sys, speed, ppw) in geomeans(exp, all) {
-            let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
-            let _ = writeln!(t, "geomean {sys} vs {base}: speedup {}, perf/W {}", x(speed), x(ppw));
+        for g in geomeans(exp, all) {
+            let x = |v: Option<f64>, n: usize| {
+                v.map_or("-".into(), |v| format!("{v:.2}x{}", Geomean::coverage(n, g.workloads)))
+            };
+            let _ = writeln!(
+                t,
+                "geomean {} vs {base}: speedup {}, perf/W {}",
+                g.system,
+                x(g.speedup, g.with_speedup),
+                x(g.perf_per_watt, g.with_perf_per_watt)
+            );
         }
     }
     t.push_str(&gpu_cross_check(all));
@@ -629,7 +667,16 @@ pub fn json(exp: &Experiment, all: &[Outcome]) -> Value {
         .collect();
     let geomean: serde_json::Map<String, Value> = geomeans(exp, all)
         .into_iter()
-        .map(|(sys, speed, ppw)| (sys, json!({ "speedup": speed, "perf_per_watt": ppw })))
+        .map(|g| {
+            let v = json!({
+                "speedup": g.speedup,
+                "perf_per_watt": g.perf_per_watt,
+                "workloads": g.workloads,
+                "workloads_with_speedup": g.with_speedup,
+                "workloads_with_perf_per_watt": g.with_perf_per_watt,
+            });
+            (g.system, v)
+        })
         .collect();
     json!({
         "experiment": exp.file.experiment.name,

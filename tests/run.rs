@@ -544,3 +544,35 @@ fn caches_sending_answers_ahead_or_at_their_due_tick_give_the_same_results() {
     assert_eq!(ahead.as_array().unwrap().len(), 4);
     assert_eq!(ahead, due);
 }
+
+#[test]
+fn a_geomean_that_leaves_out_a_failed_pair_says_over_how_many_workloads() {
+    // With 1 KiB of stream storage, emb-small's 256 B rows fail on the DAE chip; 16 B rows fit.
+    let dir = temp_dir("geomean-coverage");
+    let cfg = small_experiment(&dir, "");
+    common::edit_file(&cfg, |t| {
+        let wl = common::configs().join("workloads/emb-small.toml");
+        let narrow = format!(
+            "[[workload]]\ninclude = \"{}\"\nname = \"emb-narrow\"\ndim = 4\n\n[report]",
+            wl.display()
+        );
+        t.replacen("cores = 4\n", "cores = 4\naccess_unit = { storage = \"1KiB\" }\n", 1)
+            .replacen("[report]", &narrow, 1)
+    });
+    let out = dir.join("out");
+    let o = run_config(&cfg, &out);
+    let (stdout, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    let narrow_dae = runs.iter().find(|r| r["system"] == "dae" && r["workload"] == "emb-narrow").unwrap();
+    assert_eq!(narrow_dae["verified"], true, "{narrow_dae}");
+    let g = &results["geomean_vs_baseline"]["dae"];
+    assert_eq!((g["workloads"].as_u64(), g["workloads_with_speedup"].as_u64()), (Some(2), Some(1)), "{g}");
+    assert!(g["speedup"].as_f64().is_some(), "{g}");
+    let line = stdout.lines().find(|l| l.starts_with("geomean dae vs h100")).unwrap_or_default();
+    assert!(line.contains("(over 1 of 2 workloads)"), "{stdout}");
+    let line = stdout.lines().find(|l| l.starts_with("geomean cpu vs h100")).unwrap_or_default();
+    assert!(!line.contains("over"), "every cpu pair ran: {line}");
+}
