@@ -1394,6 +1394,7 @@ pub(crate) fn run_gpu(
         distinct_rows: inst.bag_rows(spec).len() as u64,
         row_bytes: spec.stored_row_bytes(),
         bags: spec.bags(),
+        index_bytes: crate::gpu_kernel::index_bytes(inst),
     };
     let analytic = gpu_model::estimate(&plan.cfg, &shape);
     let peak = plan.cfg.hbm_bandwidth.bytes_per_second() as f64;

@@ -40,6 +40,12 @@ fn align(x: u64) -> u64 {
     x.div_ceil(TABLE_ALIGN) * TABLE_ALIGN
 }
 
+/// Bytes per gathered row in the kernel's index stream: an int64 index (PyTorch's default),
+/// and an f32 per-sample weight beside it when the bags are weighted.
+pub fn index_bytes(inst: &EmbeddingBagInstance) -> u64 {
+    if inst.weights.is_some() { 12 } else { 8 }
+}
+
 /// The kernel of `inst`.
 pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel {
     let row_bytes = spec.stored_row_bytes();
@@ -97,7 +103,7 @@ pub fn kernel(spec: &WorkloadSpec, inst: &EmbeddingBagInstance) -> GatherKernel 
             }
         }
     }
-    let index_bytes = if inst.weights.is_some() { 12 } else { 8 };
+    let index_bytes = index_bytes(inst);
     let at = Streams::new(spec, all_tables, rows.len() as u64, index_bytes);
     if let Some(targets) = &mut scatter {
         targets.iter_mut().for_each(|t| *t += at.output);

@@ -15,7 +15,14 @@ pub struct GatherShape {
     pub row_bytes: u64,
     /// Bags (pooled output rows).
     pub bags: u64,
+    /// Bytes per lookup in the index stream: 8 for PyTorch's default int64 indices, 12 with
+    /// an f32 per-sample weight beside each (as the simulated kernel lays them out). Offsets
+    /// are int64, one per bag and one more.
+    pub index_bytes: u64,
 }
+
+/// Bytes of one bag offset (int64, as PyTorch passes them).
+const OFFSET_BYTES: u64 = 8;
 
 /// The analytic estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,8 +54,9 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
     let fits = if footprint == 0 { 1.0 } else { (cfg.l2.bytes() as f64 / footprint as f64).min(1.0) };
     let l2_hits = (repeats as f64 * fits).round() as u64;
     let misses = shape.lookups - l2_hits;
-    // Indices (4 B) and offsets (4 B per bag) stream in whole sectors; pooled rows stream out.
-    let streams = (shape.lookups * 4 + (shape.bags + 1) * 4).div_ceil(sector) * sector;
+    // Indices and offsets stream in whole sectors; pooled rows stream out.
+    let index_stream = shape.lookups * shape.index_bytes + (shape.bags + 1) * OFFSET_BYTES;
+    let streams = index_stream.div_ceil(sector) * sector;
     let dram_bytes = misses * row_traffic + streams + shape.bags * row_traffic;
     let achieved = cfg.hbm_bandwidth.bytes_per_second() as f64 * cfg.efficiency(shape.row_bytes);
     let transfer = dram_bytes as f64 / achieved * PS_PER_SECOND as f64;
@@ -80,18 +88,28 @@ mod tests {
 
     #[test]
     fn no_reuse_costs_rounded_sectors_at_derated_bandwidth() {
-        let shape = GatherShape { lookups: 1_000_000, distinct_rows: 1_000_000, row_bytes: 100, bags: 0 };
+        let shape = GatherShape {
+            lookups: 1_000_000,
+            distinct_rows: 1_000_000,
+            row_bytes: 100,
+            bags: 0,
+            index_bytes: 8,
+        };
         let e = estimate(&h100(), &shape);
-        // 100 B rows occupy 4 sectors: 128 MB of rows plus 4 MB of indices.
-        assert_eq!(e.dram_bytes, 128_000_000 + 4_000_032);
+        // 100 B rows occupy 4 sectors: 128 MB of rows plus 8 MB of int64 indices and one offset.
+        assert_eq!(e.dram_bytes, 128_000_000 + 8_000_032);
         let expect = 4_000_000.0 + e.dram_bytes as f64 / (3.35e12 * 0.8) * 1e12;
         assert!((e.time as f64 - expect).abs() < 2.0, "{} vs {expect}", e.time);
         assert_eq!(e.l2_hits, 0);
+        // A per-sample weight (f32) rides beside each index: 4 MB more.
+        let weighted = estimate(&h100(), &GatherShape { index_bytes: 12, ..shape });
+        assert_eq!(weighted.dram_bytes, e.dram_bytes + 4_000_000);
     }
 
     #[test]
     fn reuse_that_fits_in_l2_is_free_and_never_slower() {
-        let hot = GatherShape { lookups: 1_000_000, distinct_rows: 1_000, row_bytes: 256, bags: 0 };
+        let hot =
+            GatherShape { lookups: 1_000_000, distinct_rows: 1_000, row_bytes: 256, bags: 0, index_bytes: 8 };
         let cold = GatherShape { distinct_rows: 1_000_000, ..hot };
         let (h, c) = (estimate(&h100(), &hot), estimate(&h100(), &cold));
         assert_eq!(h.l2_hits, 999_000);
@@ -104,7 +122,7 @@ mod tests {
 
     #[test]
     fn loaded_latency_follows_littles_law_with_a_floor() {
-        let shape = GatherShape { lookups: 1, distinct_rows: 1, row_bytes: 256, bags: 0 };
+        let shape = GatherShape { lookups: 1, distinct_rows: 1, row_bytes: 256, bags: 0, index_bytes: 8 };
         let e = estimate(&h100(), &shape);
         // 132 x 64 x 0.71 x 256 B = 1.54 MB in flight at 2.68 TB/s: about 574 ns.
         assert!((570_000..580_000).contains(&e.latency), "{}", e.latency);
@@ -122,7 +140,8 @@ mod tests {
     #[test]
     fn a_launch_overhead_at_the_clocks_limit_saturates() {
         let cfg = GpuConfig { launch_overhead: sim_core::TimeSpan::from_ps(u64::MAX), ..h100() };
-        let shape = GatherShape { lookups: 1000, distinct_rows: 1000, row_bytes: 128, bags: 10 };
+        let shape =
+            GatherShape { lookups: 1000, distinct_rows: 1000, row_bytes: 128, bags: 10, index_bytes: 8 };
         // It wrapped around to a few nanoseconds.
         assert_eq!(estimate(&cfg, &shape).time, u64::MAX);
     }
