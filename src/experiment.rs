@@ -361,7 +361,15 @@ fn dae_system(doc: &Document, i: usize, s: &SystemSection) -> Result<DaeSystem, 
         Some(value) => Some(hand_source(doc, &at("compiler.programs"), value)?),
         None => None,
     };
-    let power = dae_power(doc, i, s, &caches, access_unit.is_some())?;
+    let window = crate::power::Window {
+        rob_entries: core.rob_entries,
+        lq_entries: core.lq_entries,
+        sq_entries: core.sq_entries,
+        // Without an L1D the core's own request limit is its MSHRs.
+        mshrs: caches.l1d.as_ref().map_or(core.max_outstanding, |l| l.mshrs),
+    };
+    let storage = access_unit.as_ref().map(|a| a.unit.storage.bytes());
+    let power = dae_power(doc, i, s, &caches, window, storage)?;
     Ok(DaeSystem {
         power,
         cores,
@@ -386,14 +394,19 @@ fn dae_power(
     i: usize,
     s: &SystemSection,
     caches: &CachePlan,
-    has_unit: bool,
+    window: crate::power::Window,
+    storage: Option<u64>,
 ) -> Result<Option<crate::power::DaePower>, ConfigError> {
+    let has_unit = storage.is_some();
     let Some(p) = &s.power else { return Ok(None) };
     let at = |key: &str| format!("system[{i}].power.{key}");
     let need = |key: &str, why: &str| doc.error_at(&at(key), format!("required: {why}"));
-    for (key, given) in
-        [("tdp_w", p.tdp_w), ("static_w", p.static_w), ("onchip_pj_per_sector", p.onchip_pj_per_sector)]
-    {
+    for (key, given) in [
+        ("tdp_w", p.tdp_w),
+        ("static_w", p.static_w),
+        ("onchip_pj_per_sector", p.onchip_pj_per_sector),
+        ("sm_pj_per_sector", p.sm_pj_per_sector),
+    ] {
         if given.is_some() {
             return Err(
                 doc.error_at(&at(key), "is a GPU figure; a DAE chip gives core, caches, noc and dram")
@@ -422,8 +435,36 @@ fn dae_power(
         (true, None) => return Err(need("noc", "the chip has an LLC behind a network")),
         (_, n) => n,
     };
-    let power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
+    let mut power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
     power.validate().map_err(|e| doc.error_at(&at(&e.key), e.to_string()))?;
+    // The figures are quoted for one window and one storage size: priced here for this chip's.
+    if let Some(w) = &core.window {
+        for (key, share) in [("static_share", w.static_share), ("instruction_share", w.instruction_share)] {
+            if share > 1.0 {
+                return Err(doc.error_at(
+                    &at(&format!("core.window.{key}")),
+                    format!("{share} is not a share (0 to 1)"),
+                ));
+            }
+        }
+        for (key, n) in [
+            ("rob_entries", w.rob_entries),
+            ("lq_entries", w.lq_entries),
+            ("sq_entries", w.sq_entries),
+            ("mshrs", w.mshrs),
+        ] {
+            if n == 0 {
+                return Err(doc.error_at(&at(&format!("core.window.{key}")), "must be at least 1"));
+            }
+        }
+    }
+    power.core = power.core.for_window(window);
+    if let (Some(a), Some(bytes)) = (power.access_unit, storage) {
+        if a.storage.is_some_and(|st| st.bytes.bytes() == 0) {
+            return Err(doc.error_at(&at("access_unit.storage.bytes"), "must be at least 1B"));
+        }
+        power.access_unit = Some(a.for_storage(bytes));
+    }
     Ok(Some(power))
 }
 
@@ -453,6 +494,7 @@ fn gpu_power(
         tdp_w: p.tdp_w.ok_or_else(|| need("tdp_w"))?,
         static_w: p.static_w.ok_or_else(|| need("static_w"))?,
         onchip_pj_per_sector: p.onchip_pj_per_sector.ok_or_else(|| need("onchip_pj_per_sector"))?,
+        sm_pj_per_sector: p.sm_pj_per_sector.unwrap_or(0.0),
         dram: p.dram.ok_or_else(|| need("dram"))?,
     };
     power.validate().map_err(|e| doc.error_at(&at(&e.field), e.to_string()))?;

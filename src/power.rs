@@ -15,6 +15,11 @@
 //! dram   = stacks x background_w_per_stack x t + bits x pJ/bit + activations x activate_pj
 //! ```
 //!
+//! `fills` are lines written into the array (data relayed past a bypassing cache is not one);
+//! DRAM bits are those of the bursts the device moved. A core's `static_w` and `instruction_pj`
+//! are quoted for one window and priced for the chip's by [`CorePower::for_window`]; a unit's
+//! `static_w` for one stream storage, by [`AccessUnitPower::for_storage`].
+//!
 //! Average power is the total over `t`. The figures come from the `[power]` table of the
 //! system's preset, each with its source (`configs/systems/dae-hbm3.toml`); the DRAM's from the
 //! memory's energy file (`configs/memory/hbm3-energy.toml`). The GPU's model is
@@ -46,6 +51,66 @@ pub struct CorePower {
     pub queue_pop_pj: f64,
     /// A `vldq`: a row read from the queue chunk in the private L2.
     pub queue_load_pj: f64,
+    /// The window sizes `static_w` and `instruction_pj` are quoted at, and how much of them
+    /// grows with the window (`None`: the figures do not depend on it).
+    #[serde(default)]
+    pub window: Option<WindowPower>,
+}
+
+/// `[power.core.window]`: the instruction window the core's figures are quoted at. A core with
+/// a larger ROB, load/store queues or L1D MSHRs leaks more and spends more per instruction (the
+/// queues are searched associatively): the shares scale with the mean of the four structures'
+/// size ratios, the rest of the figures stays.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowPower {
+    /// Reorder-buffer entries of the quoted core.
+    pub rob_entries: u32,
+    /// Load-queue entries of the quoted core.
+    pub lq_entries: u32,
+    /// Store-queue entries of the quoted core.
+    pub sq_entries: u32,
+    /// L1D MSHRs of the quoted core.
+    pub mshrs: u32,
+    /// Share of `static_w` that scales with the window.
+    pub static_share: f64,
+    /// Share of `instruction_pj` that scales with the window.
+    pub instruction_share: f64,
+}
+
+/// A core's window: ROB, load-queue and store-queue entries and L1D MSHRs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Reorder-buffer entries.
+    pub rob_entries: u32,
+    /// Load-queue entries.
+    pub lq_entries: u32,
+    /// Store-queue entries.
+    pub sq_entries: u32,
+    /// L1D MSHRs.
+    pub mshrs: u32,
+}
+
+impl CorePower {
+    /// The figures of a core with window `w`: `static_w` and `instruction_pj` with their window
+    /// shares scaled by the mean size ratio of `w` to the quoted window (unchanged without
+    /// `[power.core.window]`). The result has no window left to scale.
+    pub fn for_window(&self, w: Window) -> CorePower {
+        let Some(q) = self.window else { return *self };
+        let ratio = |n: u32, of: u32| f64::from(n) / f64::from(of.max(1));
+        let f = (ratio(w.rob_entries, q.rob_entries)
+            + ratio(w.lq_entries, q.lq_entries)
+            + ratio(w.sq_entries, q.sq_entries)
+            + ratio(w.mshrs, q.mshrs))
+            / 4.0;
+        let scale = |x: f64, share: f64| x * (1.0 - share + share * f);
+        CorePower {
+            static_w: scale(self.static_w, q.static_share),
+            instruction_pj: scale(self.instruction_pj, q.instruction_share),
+            window: None,
+            ..*self
+        }
+    }
 }
 
 /// `[power.access_unit]`: one access unit's figures.
@@ -62,6 +127,35 @@ pub struct AccessUnitPower {
     pub event_pj: f64,
     /// An operand written with an event.
     pub operand_pj: f64,
+    /// The stream storage `static_w` is quoted at, and the leakage of storage beyond it
+    /// (`None`: the figure does not depend on the storage).
+    #[serde(default)]
+    pub storage: Option<StoragePower>,
+}
+
+/// `[power.access_unit.storage]`: the stream storage a unit's `static_w` is quoted at.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoragePower {
+    /// Stream storage of the quoted unit.
+    pub bytes: sim_core::ByteSize,
+    /// Leakage of each MiB of storage more (or less) than that, in watts.
+    pub static_w_per_mib: f64,
+}
+
+impl AccessUnitPower {
+    /// The figures of a unit with `storage` bytes of stream storage: `static_w` moved by the
+    /// leakage of the difference to the quoted storage (never below zero). The result has no
+    /// storage left to scale.
+    pub fn for_storage(&self, storage: u64) -> AccessUnitPower {
+        let Some(q) = self.storage else { return *self };
+        let mib = (storage as f64 - q.bytes.bytes() as f64) / (1u64 << 20) as f64;
+        AccessUnitPower {
+            static_w: (self.static_w + mib * q.static_w_per_mib).max(0.0),
+            storage: None,
+            ..*self
+        }
+    }
 }
 
 /// One cache level's figures (`[power.caches.l1d]`, `.l2`, `.llc`).
@@ -141,7 +235,14 @@ impl DaePower {
         .into_iter()
         .map(|(k, x)| (k.to_string(), x))
         .collect();
+        if let Some(w) = &c.window {
+            v.push(("core.window.static_share".into(), w.static_share));
+            v.push(("core.window.instruction_share".into(), w.instruction_share));
+        }
         if let Some(a) = &self.access_unit {
+            if let Some(st) = &a.storage {
+                v.push(("access_unit.storage.static_w_per_mib".into(), st.static_w_per_mib));
+            }
             for (k, x) in [
                 ("static_w", a.static_w),
                 ("request_pj", a.request_pj),
@@ -410,6 +511,7 @@ mod tests {
                 store_pj: 5.0,
                 queue_pop_pj: 6.0,
                 queue_load_pj: 7.0,
+                window: None,
             },
             access_unit: Some(AccessUnitPower {
                 static_w: 0.1,
@@ -417,6 +519,7 @@ mod tests {
                 write_request_pj: 11.0,
                 event_pj: 2.0,
                 operand_pj: 1.0,
+                storage: None,
             }),
             caches: CachesPower {
                 l1d: Some(CachePower { access_pj: 10.0, static_w: 0.01 }),
@@ -435,6 +538,40 @@ mod tests {
 
     fn get(r: &EnergyReport, name: &str) -> (f64, f64) {
         r.components.iter().find(|(n, _, _)| n == name).map(|(_, s, d)| (*s, *d)).unwrap()
+    }
+
+    #[test]
+    fn a_larger_window_and_more_storage_cost_their_shares() {
+        let mut core = figures().core;
+        let quoted = Window { rob_entries: 320, lq_entries: 128, sq_entries: 72, mshrs: 16 };
+        core.window = Some(WindowPower {
+            rob_entries: quoted.rob_entries,
+            lq_entries: quoted.lq_entries,
+            sq_entries: quoted.sq_entries,
+            mshrs: quoted.mshrs,
+            static_share: 0.2,
+            instruction_share: 0.25,
+        });
+        // The quoted window costs what the figures say.
+        let same = core.for_window(quoted);
+        assert_eq!((same.static_w, same.instruction_pj, same.window), (0.5, 100.0, None));
+        // Everything doubled: mean ratio 2, so 0.5 x 1.2 W and 100 x 1.25 pJ.
+        let double = Window { rob_entries: 640, lq_entries: 256, sq_entries: 144, mshrs: 32 };
+        let d = core.for_window(double);
+        assert!((d.static_w - 0.6).abs() < 1e-12 && (d.instruction_pj - 125.0).abs() < 1e-12, "{d:?}");
+        // The ROB alone doubled: mean ratio 1.25.
+        let rob = core.for_window(Window { rob_entries: 640, ..quoted });
+        assert!((rob.static_w - 0.525).abs() < 1e-12, "{rob:?}");
+        assert_eq!(figures().core.for_window(double), figures().core, "no window table, no scaling");
+
+        let mut unit = figures().access_unit.unwrap();
+        unit.storage =
+            Some(StoragePower { bytes: sim_core::ByteSize::from_bytes(16 << 10), static_w_per_mib: 0.08 });
+        // 256 KiB: 240 KiB more at 0.08 W per MiB.
+        let big = unit.for_storage(256 << 10);
+        assert!((big.static_w - (0.1 + 0.08 * 240.0 / 1024.0)).abs() < 1e-12, "{big:?}");
+        assert_eq!(unit.for_storage(16 << 10).static_w, 0.1);
+        assert_eq!(unit.for_storage(0).static_w, 0.1 - 0.08 / 64.0);
     }
 
     #[test]

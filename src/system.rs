@@ -824,7 +824,8 @@ fn activity(
         level.instances += 1;
         // Every line access looks up the tags, a bypassed one too.
         level.lookups += c.hits + c.misses + c.sector_misses + c.merged + c.bypasses;
-        level.fills += c.fills;
+        // A bypassed (or set-busy) miss's data is relayed upstream, not written into the array.
+        level.fills += c.fills - c.relayed_fills;
         level.writebacks += c.writebacks;
     }
     // The chip's access units are there, and draw static power, whether a core's program used
@@ -835,10 +836,13 @@ fn activity(
     a.noc_transfers = counter("noc.requests") + counter("noc.responses");
     match e.component(mem) {
         Some(Node::Dram(d)) => {
+            // The bits the device moved: its bursts, not the requests' bytes (a read answered
+            // from the write queues moves none).
             let c = d.counters();
+            let burst = d.spec().burst_bytes();
             a.dram = mem_model::dram::DramActivity {
-                bytes_read: c.bytes_read,
-                bytes_written: c.bytes_written,
+                bytes_read: c.bursts_read * burst,
+                bytes_written: c.bursts_written * burst,
                 activations: c.activations(),
             };
         }

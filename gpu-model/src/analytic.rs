@@ -39,6 +39,9 @@ pub struct GpuEstimate {
     /// Sectors moved between L2 and the SMs: every lookup's sectors (L2 hits included), the
     /// index and offset streams and the output rows.
     pub l2_sectors: u64,
+    /// Sectors the SMs load and store (L1 hits included): what the load/store units, L1s and
+    /// register files move. The estimate has no L1, so these are its `l2_sectors`.
+    pub sm_sectors: u64,
     /// Lookups served from L2 (the simulation's figure counts every L2 hit, stores included).
     pub l2_hits: u64,
     /// Loaded lookup latency (Little's law).
@@ -72,6 +75,7 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
         dram_bytes_written: written,
         dram_activations,
         l2_sectors,
+        sm_sectors: l2_sectors,
         l2_hits,
         latency: little.max(cfg.dram_latency.ps()),
     }

@@ -6,14 +6,17 @@
 //! ```text
 //! E_dyn = dram_read_bits x read_pj_per_bit + dram_written_bits x write_pj_per_bit
 //!       + activations x activate_pj + l2_sectors x onchip_pj_per_sector
+//!       + sm_sectors x sm_pj_per_sector
 //! P     = min(tdp_w, static_w + E_dyn / t)            E = P x t
 //! ```
 //!
 //! `static_w` is the board's power with clocks up and a kernel resident (leakage, clock trees,
 //! HBM background and PHYs, voltage regulators), so the DRAM's background figure is not added
-//! again. `onchip_pj_per_sector` is everything a 32 B sector costs between L2 and the registers
-//! (L2 read, crossbar, L1, load/store unit, register file, the warp instructions that issue and
-//! accumulate it). Both sources give the traffic figures in a [`GpuEstimate`].
+//! again. `onchip_pj_per_sector` is what a 32 B sector costs between the L2 and an SM (L2 read,
+//! crossbar), paid by the sectors that reach the L2; `sm_pj_per_sector` what it costs inside the
+//! SM (L1, load/store unit, register file, the warp instructions that issue and accumulate it),
+//! paid by every sector the SMs load or store, L1 hits included. Both sources give the traffic
+//! figures in a [`GpuEstimate`].
 
 use crate::GpuEstimate;
 use mem_model::dram::{DramActivity, DramEnergy};
@@ -31,6 +34,11 @@ pub struct GpuPower {
     pub static_w: f64,
     /// Energy of one 32 B sector between L2 and an SM, in pJ.
     pub onchip_pj_per_sector: f64,
+    /// Energy of one 32 B sector inside an SM (L1, load/store unit, register file, warp
+    /// instructions), L1 hits included, in pJ (0 when not given: all of it in
+    /// `onchip_pj_per_sector`).
+    #[serde(default)]
+    pub sm_pj_per_sector: f64,
     /// The HBM's energy figures.
     pub dram: DramEnergy,
 }
@@ -72,6 +80,7 @@ impl GpuPower {
             ("tdp_w", self.tdp_w),
             ("static_w", self.static_w),
             ("onchip_pj_per_sector", self.onchip_pj_per_sector),
+            ("sm_pj_per_sector", self.sm_pj_per_sector),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return bad(field, value, "must be a finite number of at least 0");
@@ -100,7 +109,9 @@ impl GpuPower {
             activations: e.dram_activations,
         };
         let dram_j = self.dram.dynamic_j(&dram);
-        let onchip_j = e.l2_sectors as f64 * self.onchip_pj_per_sector * 1e-12;
+        let onchip_j = (e.l2_sectors as f64 * self.onchip_pj_per_sector
+            + e.sm_sectors as f64 * self.sm_pj_per_sector)
+            * 1e-12;
         let static_j = self.static_w * t;
         let unbounded = static_j + dram_j + onchip_j;
         let cap = self.tdp_w * t;
@@ -120,6 +131,7 @@ mod tests {
             tdp_w: 700.0,
             static_w: 100.0,
             onchip_pj_per_sector: 50.0,
+            sm_pj_per_sector: 0.0,
             dram: DramEnergy {
                 read_pj_per_bit: 2.0,
                 write_pj_per_bit: 2.0,
@@ -136,6 +148,7 @@ mod tests {
             dram_bytes_written: 0,
             dram_activations: 1000,
             l2_sectors: bytes / 32,
+            sm_sectors: bytes / 32,
             l2_hits: 0,
             latency: 0,
         }

@@ -342,6 +342,7 @@ pub fn run(
         dram_bytes_written: counters.bytes_written,
         dram_activations: counters.commands[act],
         l2_sectors,
+        sm_sectors: total.sectors,
         l2_hits,
         latency: mean,
     };

@@ -232,6 +232,8 @@ pub struct PowerSection {
     pub static_w: Option<f64>,
     /// Energy per 32 B sector between L2 and an SM (GPU).
     pub onchip_pj_per_sector: Option<f64>,
+    /// Energy per 32 B sector inside an SM, L1 hits included (GPU; optional).
+    pub sm_pj_per_sector: Option<f64>,
 }
 
 /// `[system.compiler]`: an optimization level, or an explicit list of passes.

@@ -141,10 +141,14 @@ pub struct CacheCounters {
     /// Sectors (of this cache's sector size) that the requests accepted from upstream touch: the
     /// traffic between this level and the one above (a GPU's L2 and its SMs).
     pub upstream_sectors: u64,
+    /// Fill answers (in `fills`) for misses that allocated no way (bypasses, set-busy misses):
+    /// relayed upstream, written into no line, so `fills - relayed_fills` is what the array
+    /// was written.
+    pub relayed_fills: u64,
 }
 
 /// How many counts [`CacheCounters`] has.
-const COUNTS: usize = 14;
+const COUNTS: usize = 15;
 
 /// Statistic ids, in the order of [`CacheCounters`]' fields.
 struct StatIds {
@@ -169,6 +173,7 @@ const COUNTER_NAMES: [&str; COUNTS] = [
     "set_busy_misses",
     "writeback_full_stalls",
     "upstream_sectors",
+    "relayed_fills",
 ];
 
 /// Index of each count in the cache's count array, in the order of [`CacheCounters`]' fields.
@@ -188,6 +193,7 @@ enum Count {
     SetBusyMisses,
     WritebackFullStalls,
     UpstreamSectors,
+    RelayedFills,
 }
 
 impl CacheCounters {
@@ -207,6 +213,7 @@ impl CacheCounters {
             set_busy_misses: c[Count::SetBusyMisses as usize],
             writeback_full_stalls: c[Count::WritebackFullStalls as usize],
             upstream_sectors: c[Count::UpstreamSectors as usize],
+            relayed_fills: c[Count::RelayedFills as usize],
         }
     }
 }
@@ -658,6 +665,9 @@ where
             return;
         }
         self.bump(Count::Fills);
+        if e.way.is_none() {
+            self.bump(Count::RelayedFills);
+        }
         self.reads_in_flight -= 1;
         let got =
             self.sectors.touched_in_line(e.line << self.geo.line_shift, resp.addr, u64::from(resp.bytes));
