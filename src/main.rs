@@ -204,8 +204,8 @@ struct CompileArgs {
     /// Optimization level (Ember's emb-opt0..3).
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
     opt_level: u8,
-    /// Comma-separated passes to run instead of the level's (decouple, vectorize, bufferize,
-    /// simplify-mem, align-queues).
+    /// Comma-separated passes to run instead of the level's (decouple, nontemporal, vectorize,
+    /// bufferize, simplify-mem, hoist, align-queues).
     #[arg(long, value_name = "LIST", conflicts_with_all = ["opt_level", "core_only"])]
     passes: Option<String>,
     /// What to print: an IR level or a target program.

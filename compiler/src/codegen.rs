@@ -6,7 +6,7 @@
 //! in-neighbour lists balance), or with tables mapped to cores by their estimated cost
 //! ([`crate::mapping`]); each core's function is the loop nest over its range. For a decoupled target the enabled passes
 //! ([`crate::passes`]) then run in order (decouple to SLC, vectorize, bufferize, simplify-mem,
-//! align-queues), SLC lowers to DLC, and DLC maps onto the access unit and the core's dispatch
+//! hoist, align-queues), SLC lowers to DLC, and DLC maps onto the access unit and the core's dispatch
 //! loop ([`crate::target`]). For a core-only target the core runs the loop level itself, with
 //! its own loads, after vectorize and simplify-mem. Every stage's text can be recorded
 //! ([`Stages`]) for `dae-sim compile --emit` and `--print-after-all`.
@@ -17,7 +17,8 @@ use crate::ir::{Arg, Func, MemId, text, verify};
 use crate::layout::{DataRegion, Layout};
 use crate::mapping::MemoryCosts;
 use crate::passes::{
-    Pass, PassError, Passes, align, bufferize, dce, decouple, nontemporal, simplify_mem, to_dlc, vectorize,
+    Pass, PassError, Passes, align, bufferize, dce, decouple, hoist, nontemporal, simplify_mem, to_dlc,
+    vectorize,
 };
 use crate::workload::{WorkloadError, WorkloadSpec};
 use access_unit::AuProgram;
@@ -248,7 +249,13 @@ pub fn compile_with_stages(
         }
         _ => (frontend::lower(spec, inst.indices.len() as u64), inst.clone(), parts.clone()),
     };
-    let layout = Layout::plan(spec, &placed, target.cores);
+    // The layout reserves the scratch the `hoist` pass will use: its memory has the same shape
+    // on every core, so one core's passes tell.
+    let hoisted = match loop_ranges.first() {
+        Some(range) => hoisted_bytes(&restrict(&loop_fn, range), target, &inst, spec),
+        None => 0,
+    };
+    let layout = Layout::plan_with_hoisted(spec, &placed, target.cores, hoisted);
     let regions = layout.regions(spec, &placed);
     check(&loop_fn, "loop level")?;
     let mut bases = bases(&loop_fn, &layout);
@@ -266,7 +273,12 @@ pub fn compile_with_stages(
             }
         }
         let mut record: Vec<(String, String)> = Vec::new();
-        let mut lowered = lower_core(&loop_fn, range, target, &bases, &inst, spec, &mut record);
+        let hoisted_at =
+            scratch.filter(|_| hoisted > 0).map(|s| s.base + crate::layout::hoisted_offset(spec));
+        let lower = |target: TargetInfo, record: &mut Vec<(String, String)>| {
+            lower_core(&loop_fn, range, target, &bases, hoisted_at, &inst, spec, record)
+        };
+        let mut lowered = lower(target, &mut record);
         if let Ok((Some(au), _)) = &lowered
             && target.passes.has(Pass::Bufferize)
             && target.au_storage_per_lane > 0
@@ -276,7 +288,7 @@ pub fn compile_with_stages(
             // them in vector-sized chunks instead, one callback a chunk.
             let chunked = TargetInfo { passes: target.passes.without(Pass::Bufferize), ..target };
             record.clear();
-            lowered = lower_core(&loop_fn, range, chunked, &bases, &inst, spec, &mut record);
+            lowered = lower(chunked, &mut record);
             chunked_rows = true;
         }
         // The stages so far are kept even when a later one fails: they show where.
@@ -357,12 +369,38 @@ fn restrict(f: &Func, bags: &Range<u64>) -> Func {
     g
 }
 
+/// Bytes of scratch the `hoist` pass's memory takes in loop function `f` (restricted to a
+/// core's range) under `target`, with rows whole or in chunks (code generation falls back to
+/// chunks when whole rows do not fit the access unit's lanes). A pipeline that fails here
+/// counts as none: lowering the core reports its error.
+fn hoisted_bytes(f: &Func, target: TargetInfo, inst: &EmbeddingBagInstance, spec: &WorkloadSpec) -> u64 {
+    if target.target == Target::CoreOnly
+        || !target.passes.has(Pass::Decouple)
+        || !target.passes.has(Pass::Hoist)
+    {
+        return 0;
+    }
+    let mut most = 0;
+    for passes in [target.passes, target.passes.without(Pass::Bufferize)] {
+        let probe = TargetInfo { passes, ..target };
+        if let Ok(g) = slc_passes(f.clone(), probe, inst, spec, &mut Vec::new())
+            && let Some(m) = g.mem_named(hoist::HOISTED)
+        {
+            let d = g.mem_decl(m);
+            most = most.max(d.shape.iter().product::<u64>() * d.elem.bytes());
+        }
+    }
+    most
+}
+
 /// One core's programs: the passes, then the targets.
+#[allow(clippy::too_many_arguments)]
 fn lower_core(
     loop_fn: &Func,
     bags: &Range<u64>,
     target: TargetInfo,
     bases: &HashMap<MemId, u64>,
+    hoisted_at: Option<u64>,
     inst: &EmbeddingBagInstance,
     spec: &WorkloadSpec,
     record: &mut Vec<(String, String)>,
@@ -371,12 +409,6 @@ fn lower_core(
     let vl = target.vector_lanes;
     let mut f = restrict(loop_fn, bags);
     record.push(("partition".into(), text::print(&f)));
-    let step = |mut f: Func, pass: Pass, record: &mut Vec<(String, String)>| -> Result<Func, CompileError> {
-        dce::dce(&mut f);
-        check(&f, pass.name())?;
-        record.push((pass.name().into(), text::print(&f)));
-        Ok(f)
-    };
     if target.target == Target::CoreOnly || !p.has(Pass::Decouple) {
         if p.has(Pass::Vectorize) {
             f = step(vectorize::vectorize(&f, vl), Pass::Vectorize, record)?;
@@ -388,6 +420,44 @@ fn lower_core(
         record.push(("core".into(), core.clone()));
         return Ok((None, core));
     }
+    f = slc_passes(f, target, inst, spec, record)?;
+    let mut bases = bases.clone();
+    if let Some(m) = f.mem_named(hoist::HOISTED) {
+        let at = hoisted_at.ok_or(CompileError::Internal {
+            what: "layout",
+            message: format!("no scratch reserved for @{}", hoist::HOISTED),
+        })?;
+        bases.insert(m, at);
+    }
+    let dlc = to_dlc::slc_to_dlc(&f)?;
+    check(&dlc, "dlc")?;
+    record.push(("dlc".into(), text::print(&dlc)));
+    let au = crate::target::au::au_program(&dlc, &bases, target.au_lanes, target.au_storage_per_lane)
+        .map_err(CompileError::Resources)?;
+    record.push(("au".into(), au.to_string()));
+    let core = crate::target::dlc_core_text(&dlc, &bases, vl).map_err(CompileError::Resources)?;
+    record.push(("core".into(), core.clone()));
+    Ok((Some(au), core))
+}
+
+/// A pass's result after dead-code elimination, verified and recorded.
+fn step(mut f: Func, pass: Pass, record: &mut Vec<(String, String)>) -> Result<Func, CompileError> {
+    dce::dce(&mut f);
+    check(&f, pass.name())?;
+    record.push((pass.name().into(), text::print(&f)));
+    Ok(f)
+}
+
+/// The decoupled target's passes, from the loop level to SLC (recorded as `slc`).
+fn slc_passes(
+    mut f: Func,
+    target: TargetInfo,
+    inst: &EmbeddingBagInstance,
+    spec: &WorkloadSpec,
+    record: &mut Vec<(String, String)>,
+) -> Result<Func, CompileError> {
+    let p = target.passes;
+    let vl = target.vector_lanes;
     f = step(decouple::decouple(&f)?, Pass::Decouple, record)?;
     if p.has(Pass::NonTemporal) {
         // The share of lookups that revisit a row an earlier one touched.
@@ -404,17 +474,12 @@ fn lower_core(
     if p.has(Pass::SimplifyMem) {
         f = step(simplify_mem::simplify_mem(&f), Pass::SimplifyMem, record)?;
     }
+    if p.has(Pass::Hoist) {
+        f = step(hoist::hoist(&f)?, Pass::Hoist, record)?;
+    }
     if p.has(Pass::AlignQueues) {
         f = step(align::align_queues(&f), Pass::AlignQueues, record)?;
     }
     record.push(("slc".into(), text::print(&f)));
-    let dlc = to_dlc::slc_to_dlc(&f)?;
-    check(&dlc, "dlc")?;
-    record.push(("dlc".into(), text::print(&dlc)));
-    let au = crate::target::au::au_program(&dlc, bases, target.au_lanes, target.au_storage_per_lane)
-        .map_err(CompileError::Resources)?;
-    record.push(("au".into(), au.to_string()));
-    let core = crate::target::dlc_core_text(&dlc, bases, vl).map_err(CompileError::Resources)?;
-    record.push(("core".into(), core.clone()));
-    Ok((Some(au), core))
+    Ok(f)
 }

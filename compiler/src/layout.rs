@@ -54,7 +54,8 @@ pub struct Layout {
     /// TT-EmbeddingBag: the slice-row descriptors.
     pub tt: Option<TtLayout>,
     /// The cores' private scratch, for ops whose compute keeps values in memory (a TT lookup's
-    /// slices; a bag's count of lookups that are not padding).
+    /// slices; a bag's count of lookups that are not padding; the values the `hoist` pass
+    /// computes once per outer iteration).
     pub scratch: Option<Scratch>,
     /// Table 0; table `t` starts `t * stored_rows * stored_row_bytes` later (a TT table is
     /// its cores' rows), or, when the tables differ in rows, `table_first_row(t) *
@@ -134,6 +135,12 @@ pub fn scratch_offsets(spec: &WorkloadSpec) -> [(&'static str, u64); 4] {
     [(TT_SCRATCH, 0), (TT_PARTIAL, slices), (BAG_COUNT, 0), (QUANT, 8)]
 }
 
+/// Where the `hoist` pass's memory sits in a core's scratch block: after what the op's own
+/// compute keeps there ([`scratch_offsets`]), on a cache line of its own.
+pub fn hoisted_offset(spec: &WorkloadSpec) -> u64 {
+    align(scratch_bytes(spec), 64)
+}
+
 /// Bytes of scratch each core's compute needs (see [`scratch_offsets`]; none for most ops).
 fn scratch_bytes(spec: &WorkloadSpec) -> u64 {
     if let Some(t) = &spec.tt {
@@ -166,6 +173,17 @@ impl Layout {
     /// `cores` cores where the op needs one. The tables are followed by unused bytes a chunked
     /// read past a row's end may touch; the table regions themselves end with the last row.
     pub fn plan(spec: &WorkloadSpec, inst: &EmbeddingBagInstance, cores: u32) -> Self {
+        Self::plan_with_hoisted(spec, inst, cores, 0)
+    }
+
+    /// Like [`Layout::plan`], with `hoisted_bytes` more in each core's scratch, at
+    /// [`hoisted_offset`], for the values the `hoist` pass keeps there.
+    pub fn plan_with_hoisted(
+        spec: &WorkloadSpec,
+        inst: &EmbeddingBagInstance,
+        cores: u32,
+        hoisted_bytes: u64,
+    ) -> Self {
         let offsets = 1 << 20;
         let indices = align(offsets + inst.offsets.len().max(1) as u64 * 4, PAGE);
         let after_indices = align(indices + inst.indices.len().max(1) as u64 * 4, PAGE);
@@ -197,8 +215,10 @@ impl Layout {
             end = align(descriptors + t.lookup_rows() * 16, PAGE);
             TtLayout { descriptors }
         });
-        let scratch = (scratch_bytes(spec) > 0).then(|| {
-            let s = Scratch { base: end, bytes: align(scratch_bytes(spec), 64), cores: cores.max(1) };
+        let block =
+            if hoisted_bytes > 0 { hoisted_offset(spec) + hoisted_bytes } else { scratch_bytes(spec) };
+        let scratch = (block > 0).then(|| {
+            let s = Scratch { base: end, bytes: align(block, 64), cores: cores.max(1) };
             end = align(s.base + u64::from(s.cores) * s.bytes, PAGE);
             s
         });

@@ -13,8 +13,8 @@
 //! in the simulated address space ([`layout`]), partitions the bags across cores by cost (or
 //! maps tables to cores by their estimated cost, [`mapping`]), and
 //! runs the passes ([`passes`], switchable by name and grouped as `-O0`..`-O3` after Ember's
-//! emb-opt0..3: decouple to SLC, vectorize, bufferize, simplify-mem, align-queues, then SLC to
-//! DLC); [`target`] maps DLC onto the access unit and the core's dispatch loop, or the loop
+//! emb-opt0..3: decouple to SLC, vectorize, bufferize, simplify-mem, align-queues, with `hoist`
+//! beyond Ember, then SLC to DLC); [`target`] maps DLC onto the access unit and the core's dispatch loop, or the loop
 //! level onto a core that runs alone, in the text forms of the two ISAs. The IR levels and
 //! passes follow the Ember paper and its public compiler (REFERENCE.md section 1). The compiler
 //! does not model timing: the one place it weighs latencies is the table-to-core mapping's cost

@@ -364,3 +364,41 @@ fn rows_wider_than_a_lane_are_streamed_in_chunks() {
     assert!(!chunks(&wide, 0));
     assert!(!chunks(&spec(), 2048));
 }
+
+/// `hoist` (in `-O2` and `-O3`, not `-O1`) computes a knowledge-graph triple's `h * r` once per
+/// triple: the head and relation rows go to the core with the candidates' `begin` event, and a
+/// candidate's callback multiplies one product by its tail's row instead of two.
+#[test]
+fn hoist_sends_a_triples_rows_once_with_the_begin_event() {
+    assert!(!Passes::level(1).unwrap().has(compiler::Pass::Hoist));
+    assert!(Passes::level(2).unwrap().has(compiler::Pass::Hoist));
+    assert!(Passes::level(3).unwrap().has(compiler::Pass::Hoist));
+    let s: WorkloadSpec = toml::from_str(
+        "name = \"kg\"\nop = \"kg_score\"\nmodel = \"distmult\"\nrows = 100\nrelations = 5\nnegatives = 2\n\
+         dim = 32\ndtype = \"f32\"\nbatch = 4\n[indices]\ndistribution = \"uniform\"\n",
+    )
+    .unwrap();
+    let s = s.resolved().unwrap();
+    let o3 = Passes::level(3).unwrap();
+    for (passes, hoisted) in [(o3, true), (o3.without(compiler::Pass::Hoist), false)] {
+        let info = TargetInfo {
+            target: Target::Decoupled,
+            cores: 2,
+            vector_lanes: 16,
+            au_lanes: 8,
+            au_storage_per_lane: 0,
+            passes,
+            partition: Partition::Cost,
+        };
+        let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(5));
+        let mut stages = compiler::Stages::default();
+        let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
+        let au = c.jobs[0].au.as_ref().unwrap().to_string();
+        assert_eq!(au.contains("on t1 begin"), hoisted, "{au}");
+        // A candidate's callback: `(h * r) * t`, with `h * r` loaded back when hoisted.
+        let slc = &stages.cores[0].iter().find(|(n, _)| n == "slc").unwrap().1;
+        let candidate = &slc[slc.find("slc.on_iter").unwrap()..];
+        assert_eq!(candidate.matches("vfmul").count(), if hoisted { 1 } else { 2 }, "{slc}");
+        assert_eq!(c.layout.scratch.is_some(), hoisted);
+    }
+}

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `-O0` | `decouple`, `simplify-mem` |
 //! | `-O1` | `-O0` + `vectorize` |
-//! | `-O2` | `-O1` + `bufferize` |
+//! | `-O2` | `-O1` + `bufferize`, `hoist` |
 //! | `-O3` | `-O2` + `align-queues` |
 //!
 //! `simplify-mem` (keeping a bag's output row in vector registers instead of loading and
@@ -16,6 +16,12 @@
 //! `decouple`, `bufferize` and `align-queues` do not apply; `vectorize` and `simplify-mem`
 //! transform the loop-level program the core runs.
 //!
+//! `hoist` (beyond Ember, at `-O2` and `-O3`, after `simplify-mem`) moves an inner loop's
+//! loop-invariant vector arithmetic (a knowledge-graph triple's `h * r`) from its `iter`
+//! callback to its `begin` callback, once per outer iteration, and keeps the results in a row
+//! of the core's scratch; like `simplify-mem`, it needs a row's chunks in one callback, so it
+//! finds nothing before bufferization, and nothing on a core-only target (no callbacks).
+//!
 //! `nontemporal` (beyond Ember, in no level: add it with `--passes` or `passes = [...]`) marks
 //! tables whose rows the batch does not reuse, so the access unit's loads of them carry the
 //! non-temporal hint.
@@ -24,6 +30,7 @@ pub mod align;
 pub mod bufferize;
 pub mod dce;
 pub mod decouple;
+pub mod hoist;
 pub mod nontemporal;
 pub mod simplify_mem;
 pub mod to_dlc;
@@ -63,16 +70,19 @@ pub enum Pass {
     SimplifyMem,
     /// Non-temporal hints on rows the batch does not reuse (beyond Ember; in no `-O` level).
     NonTemporal,
+    /// Loop-invariant callback code into `begin` callbacks (beyond Ember).
+    Hoist,
 }
 
 impl Pass {
     /// Every pass, in pipeline order.
-    pub const ALL: [Pass; 6] = [
+    pub const ALL: [Pass; 7] = [
         Pass::Decouple,
         Pass::NonTemporal,
         Pass::Vectorize,
         Pass::Bufferize,
         Pass::SimplifyMem,
+        Pass::Hoist,
         Pass::AlignQueues,
     ];
 
@@ -85,6 +95,7 @@ impl Pass {
             Pass::AlignQueues => "align-queues",
             Pass::SimplifyMem => "simplify-mem",
             Pass::NonTemporal => "nontemporal",
+            Pass::Hoist => "hoist",
         }
     }
 
@@ -105,7 +116,9 @@ impl Passes {
         if level > 3 {
             return None;
         }
-        for (l, pass) in [(1, Pass::Vectorize), (2, Pass::Bufferize), (3, Pass::AlignQueues)] {
+        for (l, pass) in
+            [(1, Pass::Vectorize), (2, Pass::Bufferize), (2, Pass::Hoist), (3, Pass::AlignQueues)]
+        {
             if level >= l {
                 p = p.with(pass);
             }
