@@ -4,50 +4,13 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, edit_file, run_results, small_experiment, temp_dir};
-use dae_sim::experiment::{Experiment, Measured, Overrides, SystemPlan, run_pair};
+use common::{
+    bypassing_llc, close, configs, edit_file, energy_part, load, measure_plan, plan, run_results,
+    small_experiment, sum_over, temp_dir,
+};
+use dae_sim::experiment::{Measured, SystemPlan};
 use dae_sim::power::EnergyReport;
 use serde_json::Value;
-
-/// Loads the small experiment with `extra` appended and `edit` applied to its text.
-fn load(tag: &str, extra: &str, edit: impl FnOnce(String) -> String) -> (common::TestDir, Experiment) {
-    let dir = temp_dir(tag);
-    let cfg = small_experiment(&dir, extra);
-    edit_file(&cfg, edit);
-    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
-    (dir, exp)
-}
-
-fn plan<'a>(exp: &'a Experiment, system: &str) -> &'a SystemPlan {
-    &exp.systems.iter().find(|(n, _)| n == system).unwrap().1
-}
-
-/// Runs `plan` on the experiment's first workload.
-fn measure_plan(exp: &Experiment, plan: &SystemPlan) -> Measured {
-    let spec = &exp.file.workload[0];
-    let inst = exp.instance(spec);
-    let reference = inst.reference(spec);
-    run_pair(&exp.seeds(), exp.time_limit(&inst), plan, spec, &inst, &reference).unwrap()
-}
-
-fn part(e: &EnergyReport, name: &str) -> (f64, f64) {
-    e.components.iter().find(|(n, _, _)| n == name).map(|(_, s, d)| (*s, *d)).unwrap()
-}
-
-/// Sums the counter `leaf` over every object of `stats` whose key satisfies `group`.
-fn sum_over(stats: &Value, group: impl Fn(&str) -> bool, leaf: &str) -> u64 {
-    stats
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(k, _)| group(k))
-        .map(|(_, v)| v[leaf].as_u64().unwrap_or(0))
-        .sum()
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-30)
-}
 
 // ---------------------------------------------------------------------------------------------
 // sim time: the launch overhead is added once, and only once.
@@ -165,20 +128,7 @@ fn cache_energy_counts_every_line_access_fill_and_writeback() {
 fn cache_energy_counts_bypassed_line_accesses() {
     // Uniform indices over many rows: little reuse, so the `nontemporal` pass marks the rows
     // and the LLC (non_temporal = "bypass" in the preset) bypasses them.
-    cache_energy_check(
-        "rev-cache-bypass",
-        |t| {
-            t.replace(
-                "name = \"dae\"\ninclude",
-                "name = \"dae\"\ncompiler.passes = [\"decouple\", \"nontemporal\", \"vectorize\", \"bufferize\", \"simplify-mem\", \"align-queues\"]\ninclude",
-            )
-            .replace(
-                "[[workload]]\ninclude = ",
-                "[[workload]]\nrows = 1000000\nbatch = 32\nindices = { distribution = \"uniform\" }\ninclude = ",
-            )
-        },
-        true,
-    );
+    cache_energy_check("rev-cache-bypass", bypassing_llc, true);
 }
 
 fn cache_energy_check(tag: &str, edit: impl FnOnce(String) -> String, need_bypass: bool) {
@@ -202,7 +152,7 @@ fn cache_energy_check(tag: &str, edit: impl FnOnce(String) -> String, need_bypas
         assert!(bypasses > 0, "the workload was meant to bypass the LLC");
     }
     let want = accesses as f64 * p.caches.llc.unwrap().access_pj * 1e-12;
-    let got = part(e, "llc").1;
+    let got = energy_part(e, "llc").1;
     assert!(
         close(got, want),
         "LLC dynamic energy {got} J, expected {want} J for {accesses} accesses ({bypasses} of them bypasses)"
@@ -220,12 +170,12 @@ fn noc_and_dram_energy_follow_their_counters() {
     let noc = &stats["noc"];
     let msgs = noc["requests"].as_u64().unwrap() + noc["responses"].as_u64().unwrap();
     assert!(msgs > 0);
-    assert!(close(part(e, "noc").1, msgs as f64 * p.noc.unwrap().transfer_pj * 1e-12));
+    assert!(close(energy_part(e, "noc").1, msgs as f64 * p.noc.unwrap().transfer_pj * 1e-12));
     let mem = &stats["mem"];
     let bits_r = mem["bytes_read"].as_u64().unwrap() as f64 * 8.0;
     let bits_w = mem["bytes_written"].as_u64().unwrap() as f64 * 8.0;
     assert!(bits_r > 0.0);
-    let (_, dram_dyn) = part(e, "dram");
+    let (_, dram_dyn) = energy_part(e, "dram");
     let transfer = (bits_r * p.dram.read_pj_per_bit + bits_w * p.dram.write_pj_per_bit) * 1e-12;
     assert!(dram_dyn >= transfer, "DRAM dynamic {dram_dyn} J below its transfers' {transfer} J");
 }
@@ -271,7 +221,7 @@ fn access_units_idle_in_core_only_code_still_draw_static_power() {
     let SystemPlan::Dae(sys) = plan(&exp, "dae") else { panic!() };
     let m = measure_plan(&exp, plan(&exp, "dae"));
     let e = m.energy.as_ref().unwrap();
-    let (s, _) = part(e, "access_unit");
+    let (s, _) = energy_part(e, "access_unit");
     let want = 4.0 * sys.power.unwrap().access_unit.unwrap().static_w * e.seconds;
     assert!(close(s, want), "access units' static energy {s} J, expected {want} J (4 units)");
 }
@@ -294,15 +244,15 @@ fn llc_banks_set_the_banks_built_and_their_static_power() {
     let banks: Vec<&String> = stats.keys().filter(|k| k.starts_with("llc")).collect();
     assert_eq!(banks, ["llc0", "llc1", "llc2"]);
     let e = m.energy.as_ref().unwrap();
-    assert!(close(part(e, "llc").0, 3.0 * 0.08 * e.seconds));
+    assert!(close(energy_part(e, "llc").0, 3.0 * 0.08 * e.seconds));
     // The default: one bank per core; cores static per core.
     let d = run_with("rev-banks-default", "dae", "");
     let stats = d.stats.as_ref().unwrap().as_object().unwrap();
     assert_eq!(stats.keys().filter(|k| k.starts_with("llc")).count(), 4);
     let e = d.energy.as_ref().unwrap();
-    assert!(close(part(e, "core").0, 4.0 * 0.5 * e.seconds));
-    assert!(close(part(e, "l1d").0, 4.0 * 0.02 * e.seconds));
-    assert!(close(part(e, "l2").0, 4.0 * 0.08 * e.seconds));
+    assert!(close(energy_part(e, "core").0, 4.0 * 0.5 * e.seconds));
+    assert!(close(energy_part(e, "l1d").0, 4.0 * 0.02 * e.seconds));
+    assert!(close(energy_part(e, "l2").0, 4.0 * 0.08 * e.seconds));
 }
 
 #[test]
@@ -355,14 +305,14 @@ fn cores_without_bags_still_draw_static_power() {
         let m = measure_plan(&exp, plan(&exp, system));
         let e = m.energy.as_ref().unwrap();
         let p = sys.power.as_ref().unwrap();
-        assert!(close(part(e, "core").0, 4.0 * p.core.static_w * e.seconds), "{system}: core static");
+        assert!(close(energy_part(e, "core").0, 4.0 * p.core.static_w * e.seconds), "{system}: core static");
         assert!(
-            close(part(e, "l1d").0, 4.0 * p.caches.l1d.unwrap().static_w * e.seconds),
+            close(energy_part(e, "l1d").0, 4.0 * p.caches.l1d.unwrap().static_w * e.seconds),
             "{system}: l1d static"
         );
         if let Some(a) = p.access_unit {
             assert!(
-                close(part(e, "access_unit").0, 4.0 * a.static_w * e.seconds),
+                close(energy_part(e, "access_unit").0, 4.0 * a.static_w * e.seconds),
                 "{system}: access-unit static"
             );
         }

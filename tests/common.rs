@@ -181,3 +181,77 @@ pub fn daeidx_workload(dir: &Path) -> PathBuf {
     w.finish().unwrap();
     write_workload(dir, "daeidx", "file = \"t.daeidx\"")
 }
+
+/// Sums the counter `leaf` over every object of `stats` (a run's statistics tree) whose key
+/// satisfies `group`.
+pub fn sum_over(stats: &serde_json::Value, group: impl Fn(&str) -> bool, leaf: &str) -> u64 {
+    stats
+        .as_object()
+        .expect("statistics are an object")
+        .iter()
+        .filter(|(k, _)| group(k))
+        .map(|(_, v)| v[leaf].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// Whether two energies agree to a part in a billion.
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-30)
+}
+
+/// The (static, dynamic) energy of component `name` in `e`.
+pub fn energy_part(e: &dae_sim::power::EnergyReport, name: &str) -> (f64, f64) {
+    e.components
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .map(|(_, s, d)| (*s, *d))
+        .expect("component in the report")
+}
+
+/// Loads the [`small_experiment`] with `extra` appended and `edit` applied to its text.
+pub fn load(
+    tag: &str,
+    extra: &str,
+    edit: impl FnOnce(String) -> String,
+) -> (TestDir, dae_sim::experiment::Experiment) {
+    let dir = temp_dir(tag);
+    let cfg = small_experiment(&dir, extra);
+    edit_file(&cfg, edit);
+    let exp = dae_sim::experiment::Experiment::load(&cfg, &dae_sim::experiment::Overrides::default())
+        .expect("the edited experiment loads");
+    (dir, exp)
+}
+
+/// The plan of system `system` in `exp`.
+pub fn plan<'a>(
+    exp: &'a dae_sim::experiment::Experiment,
+    system: &str,
+) -> &'a dae_sim::experiment::SystemPlan {
+    &exp.systems.iter().find(|(n, _)| n == system).expect("the system is in the experiment").1
+}
+
+/// Runs `plan` on the experiment's first workload.
+pub fn measure_plan(
+    exp: &dae_sim::experiment::Experiment,
+    plan: &dae_sim::experiment::SystemPlan,
+) -> dae_sim::experiment::Measured {
+    let spec = &exp.file.workload[0];
+    let inst = exp.instance(spec);
+    let reference = inst.reference(spec);
+    dae_sim::experiment::run_pair(&exp.seeds(), exp.time_limit(&inst), plan, spec, &inst, &reference)
+        .expect("the pair runs")
+}
+
+/// An edit of [`small_experiment`]'s text under which the DAE chip's LLC bypasses the access
+/// units' row reads: uniform indices over a million rows (little reuse), so the `nontemporal`
+/// pass marks the table and the preset's LLC (`non_temporal = "bypass"`) does not fill it.
+pub fn bypassing_llc(t: String) -> String {
+    t.replace(
+        "name = \"dae\"\ninclude",
+        "name = \"dae\"\ncompiler.passes = [\"decouple\", \"nontemporal\", \"vectorize\", \"bufferize\", \"simplify-mem\", \"align-queues\"]\ninclude",
+    )
+    .replace(
+        "[[workload]]\ninclude = ",
+        "[[workload]]\nrows = 1000000\nbatch = 32\nindices = { distribution = \"uniform\" }\ninclude = ",
+    )
+}

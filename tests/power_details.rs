@@ -5,48 +5,18 @@
 #[allow(dead_code)] // this suite needs only some of the shared helpers
 mod common;
 
-use common::{configs, edit_file, small_experiment, temp_dir};
-use dae_sim::experiment::{Experiment, Measured, Overrides, SystemPlan, run_pair};
+use common::{bypassing_llc, close, configs, energy_part, measure_plan, plan, sum_over};
+use dae_sim::experiment::{Experiment, Measured, Overrides, SystemPlan};
 use dae_sim::power::{Activity, EnergyReport, energy};
-use serde_json::Value;
 
 /// Loads the small experiment (DAE at 4 cores, CPU, H100, emb-small) with `edit` applied.
 fn load(tag: &str, edit: impl FnOnce(String) -> String) -> (common::TestDir, Experiment) {
-    let dir = temp_dir(tag);
-    let cfg = small_experiment(&dir, "");
-    edit_file(&cfg, edit);
-    let exp = Experiment::load(&cfg, &Overrides::default()).unwrap();
-    (dir, exp)
+    common::load(tag, "", edit)
 }
 
-fn plan<'a>(exp: &'a Experiment, system: &str) -> &'a SystemPlan {
-    &exp.systems.iter().find(|(n, _)| n == system).unwrap().1
-}
-
+/// Runs system `system` on the experiment's first workload.
 fn measure(exp: &Experiment, system: &str) -> Measured {
-    let spec = &exp.file.workload[0];
-    let inst = exp.instance(spec);
-    let reference = inst.reference(spec);
-    run_pair(&exp.seeds(), exp.time_limit(&inst), plan(exp, system), spec, &inst, &reference).unwrap()
-}
-
-fn part(e: &EnergyReport, name: &str) -> (f64, f64) {
-    e.components.iter().find(|(n, _, _)| n == name).map(|(_, s, d)| (*s, *d)).unwrap()
-}
-
-/// Sums counter `leaf` over the top-level stats objects whose key satisfies `group`.
-fn sum_over(stats: &Value, group: impl Fn(&str) -> bool, leaf: &str) -> u64 {
-    stats
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(k, _)| group(k))
-        .map(|(_, v)| v[leaf].as_u64().unwrap_or(0))
-        .sum()
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-30)
+    measure_plan(exp, plan(exp, system))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -66,16 +36,7 @@ fn close(a: f64, b: f64) -> bool {
 /// non-temporal, and 64 B lines are fetched whole, one read each).
 #[test]
 fn llc_bypassed_reads_pay_no_fill() {
-    let (_d, exp) = load("pd-bypass-fill", |t| {
-        t.replace(
-            "name = \"dae\"\ninclude",
-            "name = \"dae\"\ncompiler.passes = [\"decouple\", \"nontemporal\", \"vectorize\", \"bufferize\", \"simplify-mem\", \"align-queues\"]\ninclude",
-        )
-        .replace(
-            "[[workload]]\ninclude = ",
-            "[[workload]]\nrows = 1000000\nbatch = 32\nindices = { distribution = \"uniform\" }\ninclude = ",
-        )
-    });
+    let (_d, exp) = load("pd-bypass-fill", bypassing_llc);
     let SystemPlan::Dae(sys) = plan(&exp, "dae") else { panic!() };
     let m = measure(&exp, "dae");
     let stats = m.stats.as_ref().unwrap();
@@ -88,7 +49,7 @@ fn llc_bypassed_reads_pay_no_fill() {
     let lookups = llc("hits") + llc("misses") + llc("merged") + llc("bypasses") + llc("sector_misses");
     let array_fills = llc("fills") - bypasses;
     let want = (lookups + array_fills + llc("writebacks")) as f64 * pj * 1e-12;
-    let got = part(e, "llc").1;
+    let got = energy_part(e, "llc").1;
     assert!(
         close(got, want),
         "LLC dynamic energy {got:e} J, expected {want:e} J: {lookups} lookups + {array_fills} array fills \
@@ -115,7 +76,7 @@ fn llc_energy_without_bypass_counts_every_fill() {
         .iter()
         .map(|c| llc(c))
         .sum::<u64>();
-    assert!(close(part(m.energy.as_ref().unwrap(), "llc").1, n as f64 * pj * 1e-12));
+    assert!(close(energy_part(m.energy.as_ref().unwrap(), "llc").1, n as f64 * pj * 1e-12));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,7 +146,7 @@ fn gpu_l1_hit_sectors_pay_their_onchip_energy() {
     assert!(!e.tdp_bound);
     let row_sectors = lookups * 4;
     let floor = row_sectors as f64 * 60.0 * 1e-12;
-    let got = part(e, "onchip").1;
+    let got = energy_part(e, "onchip").1;
     assert!(
         got >= floor,
         "GPU on-chip energy {got:e} J for {row_sectors} row sectors loaded by the SMs ({} SM sectors in all, \
@@ -209,7 +170,7 @@ fn gpu_energy_under_tdp_is_static_plus_dynamic() {
     let e = m.energy.as_ref().unwrap();
     let t = m.time as f64 * 1e-12;
     assert!(close(e.seconds, t));
-    assert!(close(part(e, "static").0, p.static_w * t));
+    assert!(close(energy_part(e, "static").0, p.static_w * t));
     assert!(e.average_w() < p.tdp_w && e.average_w() > p.static_w);
 }
 
@@ -348,9 +309,9 @@ fn of_gpu_splits_a_tdp_bound_total() {
     };
     let r = EnergyReport::of_gpu(&e, 1_000_000);
     assert!(close(r.total_j(), 700e-6) && close(r.average_w(), 700.0));
-    assert!(close(part(&r, "static").0, 150e-6));
-    assert!(close(part(&r, "dram").1, 2e-3 * 550.0 / 3000.0));
-    assert!(close(part(&r, "onchip").1, 1e-3 * 550.0 / 3000.0));
+    assert!(close(energy_part(&r, "static").0, 150e-6));
+    assert!(close(energy_part(&r, "dram").1, 2e-3 * 550.0 / 3000.0));
+    assert!(close(energy_part(&r, "onchip").1, 1e-3 * 550.0 / 3000.0));
     assert!(r.tdp_bound);
 }
 
@@ -393,7 +354,7 @@ fn reads_forwarded_from_the_write_queue_pay_no_dram_transfer() {
         + bits(n("bursts_written")) * p.write_pj_per_bit
         + acts as f64 * p.activate_pj)
         * 1e-12;
-    let got = part(m.energy.as_ref().unwrap(), "dram").1;
+    let got = energy_part(m.energy.as_ref().unwrap(), "dram").1;
     assert!(
         close(got, want),
         "DRAM dynamic energy {got:e} J, expected {want:e} J from {} read bursts, {} write bursts and {acts} ACTs; \

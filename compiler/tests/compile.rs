@@ -381,15 +381,7 @@ fn hoist_sends_a_triples_rows_once_with_the_begin_event() {
     let s = s.resolved().unwrap();
     let o3 = Passes::level(3).unwrap();
     for (passes, hoisted) in [(o3, true), (o3.without(compiler::Pass::Hoist), false)] {
-        let info = TargetInfo {
-            target: Target::Decoupled,
-            cores: 2,
-            vector_lanes: 16,
-            au_lanes: 8,
-            au_storage_per_lane: 0,
-            passes,
-            partition: Partition::Cost,
-        };
+        let info = TargetInfo { cores: 2, au_storage_per_lane: 0, passes, ..one_core(Target::Decoupled, 0) };
         let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(5));
         let mut stages = compiler::Stages::default();
         let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
