@@ -438,31 +438,8 @@ fn dae_power(
     let mut power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
     power.validate().map_err(|e| doc.error_at(&at(&e.key), e.to_string()))?;
     // The figures are quoted for one window and one storage size: priced here for this chip's.
-    if let Some(w) = &core.window {
-        for (key, share) in [("static_share", w.static_share), ("instruction_share", w.instruction_share)] {
-            if share > 1.0 {
-                return Err(doc.error_at(
-                    &at(&format!("core.window.{key}")),
-                    format!("{share} is not a share (0 to 1)"),
-                ));
-            }
-        }
-        for (key, n) in [
-            ("rob_entries", w.rob_entries),
-            ("lq_entries", w.lq_entries),
-            ("sq_entries", w.sq_entries),
-            ("mshrs", w.mshrs),
-        ] {
-            if n == 0 {
-                return Err(doc.error_at(&at(&format!("core.window.{key}")), "must be at least 1"));
-            }
-        }
-    }
     power.core = power.core.for_window(window);
     if let (Some(a), Some(bytes)) = (power.access_unit, storage) {
-        if a.storage.is_some_and(|st| st.bytes.bytes() == 0) {
-            return Err(doc.error_at(&at("access_unit.storage.bytes"), "must be at least 1B"));
-        }
         power.access_unit = Some(a.for_storage(bytes));
     }
     Ok(Some(power))

@@ -203,14 +203,16 @@ pub struct DaePower {
     pub dram: DramEnergy,
 }
 
-/// A figure that is negative or not a number: its key under `[power]` and value.
+/// A figure out of its range: its key under `[power]`, its value and the range.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{key} = {value}: must be a finite number of at least 0")]
+#[error("{key} = {value}: {why}")]
 pub struct PowerFigureError {
     /// The key, relative to `[power]` (`core.static_w`).
     pub key: String,
     /// Its value.
     pub value: f64,
+    /// The range it must be in.
+    pub why: &'static str,
 }
 
 impl DaePower {
@@ -265,13 +267,35 @@ impl DaePower {
         v
     }
 
-    /// Checks that every figure is finite and not negative; the error names the first that is
-    /// not.
+    /// Checks that every figure is finite and not negative, the window's shares at most 1 and
+    /// its sizes and the quoted storage at least 1; the error names the first that is not.
     pub fn validate(&self) -> Result<(), PowerFigureError> {
-        match self.figures().into_iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
-            Some((key, value)) => Err(PowerFigureError { key, value }),
-            None => Ok(()),
+        let bad = |key: String, value: f64, why| Err(PowerFigureError { key, value, why });
+        if let Some((key, value)) = self.figures().into_iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
+            return bad(key, value, "must be a finite number of at least 0");
         }
+        if let Some(w) = &self.core.window {
+            for (key, share) in [("static_share", w.static_share), ("instruction_share", w.instruction_share)]
+            {
+                if share > 1.0 {
+                    return bad(format!("core.window.{key}"), share, "must be a share (0 to 1)");
+                }
+            }
+            for (key, n) in [
+                ("rob_entries", w.rob_entries),
+                ("lq_entries", w.lq_entries),
+                ("sq_entries", w.sq_entries),
+                ("mshrs", w.mshrs),
+            ] {
+                if n == 0 {
+                    return bad(format!("core.window.{key}"), 0.0, "must be at least 1");
+                }
+            }
+        }
+        if self.access_unit.and_then(|a| a.storage).is_some_and(|st| st.bytes.bytes() == 0) {
+            return bad("access_unit.storage.bytes".into(), 0.0, "must be at least 1B");
+        }
+        Ok(())
     }
 }
 

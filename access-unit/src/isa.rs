@@ -123,6 +123,16 @@ pub enum Operand {
     Const(i64),
 }
 
+impl Operand {
+    /// The stream it reads, if it reads one.
+    pub fn stream(self) -> Option<StreamId> {
+        match self {
+            Operand::Stream(s) => Some(s),
+            Operand::Const(_) => None,
+        }
+    }
+}
+
 /// Index arithmetic of `alu` streams (on i64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AluOp {
@@ -186,6 +196,19 @@ pub enum StreamKind {
         /// What is forwarded.
         src: Operand,
     },
+}
+
+impl StreamKind {
+    /// The operands it reads each iteration (none for `ite`).
+    pub fn operands(&self) -> impl Iterator<Item = Operand> {
+        let ops = match *self {
+            StreamKind::Ite => [None, None],
+            StreamKind::Load { index, .. } | StreamKind::Row { index, .. } => [Some(index), None],
+            StreamKind::Alu { a, b, .. } => [Some(a), Some(b)],
+            StreamKind::Fwd { src } => [Some(src), None],
+        };
+        ops.into_iter().flatten()
+    }
 }
 
 /// A stream and the TU that drives it.
@@ -454,23 +477,16 @@ impl AuProgram {
 
     /// The checks of stream `i`.
     fn verify_stream(&self, i: usize, s: &Stream) -> Result<(), AuError> {
-        let operands: Vec<Operand> = match s.kind {
-            StreamKind::Ite => vec![],
-            StreamKind::Load { index, .. } => vec![index],
-            StreamKind::Row { index, bytes, .. } => {
-                if bytes == 0 || bytes > MAX_ROW_BYTES {
-                    return Err(AuError::BadRow { stream: i as u8, bytes, max: MAX_ROW_BYTES });
-                }
-                vec![index]
+        match s.kind {
+            StreamKind::Row { bytes, .. } if bytes == 0 || bytes > MAX_ROW_BYTES => {
+                return Err(AuError::BadRow { stream: i as u8, bytes, max: MAX_ROW_BYTES });
             }
-            StreamKind::Alu { a, b, .. } => vec![a, b],
-            StreamKind::Fwd { src } => {
-                // Forwarding an own-level value would be a copy: only outer values travel.
-                self.outer_operand(src, s.tu.0 as usize, &format!("s{i} (fwd)"))?;
-                vec![]
-            }
-        };
-        for o in operands {
+            // Forwarding an own-level value would be a copy: only outer values travel (which
+            // the order check below then passes).
+            StreamKind::Fwd { src } => self.outer_operand(src, s.tu.0 as usize, &format!("s{i} (fwd)"))?,
+            _ => {}
+        }
+        for o in s.kind.operands() {
             if let Operand::Stream(src) = o {
                 // Streams are evaluated in order, so a stream may only read earlier ones
                 // of its own TU or streams of enclosing TUs.

@@ -54,8 +54,7 @@
 //! where the last one stopped; none of this changes what is simulated.
 
 use crate::isa::{
-    AluOp, AuProgram, Bounds, Event, Layer, MAX_LEVELS, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamId,
-    StreamKind,
+    AluOp, AuProgram, Bounds, Event, Layer, MAX_LEVELS, MAX_OPERANDS, MAX_STREAMS_PER_TU, Operand, StreamKind,
 };
 use crate::outq::OutqEntry;
 use mem_model::{MemError, MemRequest, MemResponse, MemoryImage};
@@ -489,14 +488,6 @@ fn round_up(bytes: u64, line: u64) -> u64 {
     bytes.div_ceil(line).saturating_mul(line)
 }
 
-/// The stream an operand reads, if it reads one.
-fn stream_of(o: Operand) -> Option<StreamId> {
-    match o {
-        Operand::Stream(s) => Some(s),
-        Operand::Const(_) => None,
-    }
-}
-
 impl<M> AccessUnit<M> {
     /// A unit named `name` that will run `program` against `image`.
     pub fn new(
@@ -604,18 +595,12 @@ impl<M> AccessUnit<M> {
             let bounds = match tu.bounds {
                 Bounds::Dense { .. } => [None, None],
                 Bounds::Range { begin, end } => [Some(begin), Some(end)],
-                Bounds::Indexed { from, count, .. } => [stream_of(from), stream_of(count)],
+                Bounds::Indexed { from, count, .. } => [from.stream(), count.stream()],
             };
-            let operands =
-                program.streams.iter().filter(|s| s.tu.0 as usize == l).flat_map(|s| match s.kind {
-                    StreamKind::Ite => [None, None],
-                    StreamKind::Load { index, .. } | StreamKind::Row { index, .. } => {
-                        [stream_of(index), None]
-                    }
-                    StreamKind::Alu { a, b, .. } => [stream_of(a), stream_of(b)],
-                    StreamKind::Fwd { src } => [stream_of(src), None],
-                });
-            for s in bounds.into_iter().chain(operands).flatten() {
+            let operands = program
+                .streams_of(crate::isa::TuId(l as u8))
+                .flat_map(|(_, s)| s.kind.operands().filter_map(Operand::stream));
+            for s in bounds.into_iter().flatten().chain(operands) {
                 let (lv, k) = place[s.0 as usize];
                 if (lv as usize) < l {
                     levels[lv as usize].needed |= 1 << k;

@@ -370,9 +370,10 @@ fn restrict(f: &Func, bags: &Range<u64>) -> Func {
 }
 
 /// Bytes of scratch the `hoist` pass's memory takes in loop function `f` (restricted to a
-/// core's range) under `target`, with rows whole or in chunks (code generation falls back to
-/// chunks when whole rows do not fit the access unit's lanes). A pipeline that fails here
-/// counts as none: lowering the core reports its error.
+/// core's range) under `target`. Only the pipeline with whole rows is probed: hoisting needs a
+/// row's chunks in one callback, so the chunked fallback (rows too wide for the access unit's
+/// lanes, no `bufferize`) never declares the memory. A pipeline that fails here counts as none:
+/// lowering the core reports its error.
 fn hoisted_bytes(f: &Func, target: TargetInfo, inst: &EmbeddingBagInstance, spec: &WorkloadSpec) -> u64 {
     if target.target == Target::CoreOnly
         || !target.passes.has(Pass::Decouple)
@@ -380,17 +381,11 @@ fn hoisted_bytes(f: &Func, target: TargetInfo, inst: &EmbeddingBagInstance, spec
     {
         return 0;
     }
-    let mut most = 0;
-    for passes in [target.passes, target.passes.without(Pass::Bufferize)] {
-        let probe = TargetInfo { passes, ..target };
-        if let Ok(g) = slc_passes(f.clone(), probe, inst, spec, &mut Vec::new())
-            && let Some(m) = g.mem_named(hoist::HOISTED)
-        {
-            let d = g.mem_decl(m);
-            most = most.max(d.shape.iter().product::<u64>() * d.elem.bytes());
-        }
-    }
-    most
+    let Ok(g) = slc_passes(f.clone(), target, inst, spec, &mut Vec::new()) else { return 0 };
+    g.mem_named(hoist::HOISTED).map_or(0, |m| {
+        let d = g.mem_decl(m);
+        d.shape.iter().product::<u64>() * d.elem.bytes()
+    })
 }
 
 /// One core's programs: the passes, then the targets.

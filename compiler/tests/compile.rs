@@ -255,7 +255,7 @@ fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
         let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
         let au = c.jobs[0].au.as_ref().unwrap().to_string();
         assert_eq!(au.contains(" !nt"), marked, "{au}");
-        let slc = &stages.cores[0].iter().find(|(n, _)| n == "slc").unwrap().1;
+        let slc = core0_stage(&stages, "slc");
         assert_eq!(slc.contains("readonly nontemporal"), marked, "{slc}");
     }
 }
@@ -288,6 +288,11 @@ fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations
         assert!(text.contains("alu.mul s1, 800 in t0") && text.contains("alu.mul s2, 800 in t0"), "{text}");
         assert_eq!(access_unit::parse(&text).unwrap(), p);
     }
+}
+
+/// Core 0's text after stage `name` of a compile that recorded its stages.
+fn core0_stage<'a>(stages: &'a compiler::Stages, name: &str) -> &'a str {
+    &stages.cores[0].iter().find(|(n, _)| n == name).expect("the stage was recorded").1
 }
 
 /// One core at `-O3`, 16 vector lanes, an 8-lane unit of `storage` bytes a lane (decoupled).
@@ -381,14 +386,14 @@ fn hoist_sends_a_triples_rows_once_with_the_begin_event() {
     let s = s.resolved().unwrap();
     let o3 = Passes::level(3).unwrap();
     for (passes, hoisted) in [(o3, true), (o3.without(compiler::Pass::Hoist), false)] {
-        let info = TargetInfo { cores: 2, au_storage_per_lane: 0, passes, ..one_core(Target::Decoupled, 0) };
+        let info = TargetInfo { cores: 2, passes, ..one_core(Target::Decoupled, 0) };
         let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(5));
         let mut stages = compiler::Stages::default();
         let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
         let au = c.jobs[0].au.as_ref().unwrap().to_string();
         assert_eq!(au.contains("on t1 begin"), hoisted, "{au}");
         // A candidate's callback: `(h * r) * t`, with `h * r` loaded back when hoisted.
-        let slc = &stages.cores[0].iter().find(|(n, _)| n == "slc").unwrap().1;
+        let slc = core0_stage(&stages, "slc");
         let candidate = &slc[slc.find("slc.on_iter").unwrap()..];
         assert_eq!(candidate.matches("vfmul").count(), if hoisted { 1 } else { 2 }, "{slc}");
         assert_eq!(c.layout.scratch.is_some(), hoisted);

@@ -34,6 +34,17 @@ pub const LINE_BYTES: u64 = 128;
 /// A line's 32 B sectors: a line's requests cover the sectors a warp touches, no others.
 const SECTORS: Sectors = Sectors::new(LINE_BYTES.trailing_zeros(), 5);
 
+/// The bytes `[start, end)` of a request or answer at `addr` of `bytes` (at least one).
+fn span(addr: u64, bytes: u32) -> (u64, u64) {
+    (addr, addr + u64::from(bytes.max(1)))
+}
+
+/// Whether two byte ranges `[start, end)` share a byte: a row waits for the requests that carry
+/// any of its bytes.
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
 /// The GPU's block scheduler (the hardware's work distributor): hands out the grid's blocks in
 /// order to SMs with a free slot. The first wave goes breadth first (block `i` to SM `i % sms`),
 /// as the hardware fills SMs. After it, the slots freed in one tick are served together at the
@@ -366,8 +377,7 @@ where
             rows.clear();
             for &(a, b) in ranges {
                 let end = a + b.max(1);
-                let n =
-                    sent.clone().filter(|r| r.addr < end && a < r.addr + u64::from(r.bytes.max(1))).count();
+                let n = sent.clone().filter(|r| overlaps((a, end), span(r.addr, r.bytes))).count();
                 rows.push((a, end, n as u32));
             }
             self.warps[w].rows = rows;
@@ -598,9 +608,12 @@ where
         let w = (r.id & 0xffff_ffff) as usize;
         if r.id & ID_ROW != 0 {
             // A row is timed once its last line is back, from the step's issue.
-            let (lo, hi) = (r.addr, r.addr + u64::from(r.bytes.max(1)));
             let id = self.ids.row_latency;
-            for row in self.warps[w].rows.iter_mut().filter(|row| row.0 < hi && lo < row.1 && row.2 > 0) {
+            for row in self.warps[w]
+                .rows
+                .iter_mut()
+                .filter(|row| row.2 > 0 && overlaps((row.0, row.1), span(r.addr, r.bytes)))
+            {
                 row.2 -= 1;
                 if row.2 == 0 {
                     ctx.stats().record(id, now.saturating_sub(r.issued).max(1));

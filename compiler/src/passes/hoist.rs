@@ -20,7 +20,7 @@
 //! marshals those streams with the `begin` event instead. The pass fires only where at least one
 //! such arithmetic op moves; otherwise the function is returned unchanged.
 
-use super::{PassError, dce};
+use super::{PassError, dce, decouple};
 use crate::ir::{Arg, Elem, Event, FloatOp, Func, MemId, Op, Opcode, Value, walk};
 use std::collections::{HashMap, HashSet};
 
@@ -234,26 +234,20 @@ fn begin_copy(
     let chunks = &callback[at];
     // What the stored values depend on, walking back through the loop body, then the callback.
     let mut needed: HashSet<Value> = placed.iter().map(|&(i, _)| chunks.body()[i].result()).collect();
-    let mut keep_body = vec![false; chunks.body().len()];
-    for (i, o) in chunks.body().iter().enumerate().rev() {
-        if o.results.iter().any(|r| needed.contains(r)) {
-            keep_body[i] = true;
-            needed.extend(o.value_args());
-        }
-    }
-    let mut keep_top = vec![false; at];
-    for (i, o) in callback[..at].iter().enumerate().rev() {
-        if o.results.iter().any(|r| needed.contains(r)) {
-            keep_top[i] = true;
-            needed.extend(o.value_args());
-        }
-    }
+    let keep_body = depended_on(chunks.body(), &mut needed);
+    let keep_top = depended_on(&callback[..at], &mut needed);
+    // Copies get fresh results; their operands are renamed once all copies exist.
     let mut rename: HashMap<Value, Value> = HashMap::new();
     let fresh = |f: &mut Func, v: Value, rename: &mut HashMap<Value, Value>| {
         let hint = f.name(v).to_string();
         let n = f.value(&hint);
         rename.insert(v, n);
         n
+    };
+    let copy = |f: &mut Func, o: &Op, rename: &mut HashMap<Value, Value>| {
+        let mut c = o.clone();
+        c.results = o.results.iter().map(|&r| fresh(f, r, rename)).collect();
+        c
     };
     let mut code = Vec::new();
     for (o, _) in callback[..at].iter().zip(&keep_top).filter(|(_, k)| **k) {
@@ -264,30 +258,28 @@ fn begin_copy(
             let v = match reads.get(&stream) {
                 Some(&v) => v,
                 None => {
-                    let v = fresh(f, o.result(), &mut rename);
-                    reads.insert(stream, v);
-                    code.push(Op::new(Opcode::SlcFromStream, vec![v], o.args.clone()));
+                    let c = copy(f, o, &mut rename);
+                    reads.insert(stream, c.result());
+                    let v = c.result();
+                    code.push(c);
                     v
                 }
             };
             rename.insert(o.result(), v);
             continue;
         }
-        let mut copy = o.clone();
-        copy.results = o.results.iter().map(|&r| fresh(f, r, &mut rename)).collect();
-        copy.args = renamed(&o.args, &rename);
-        code.push(copy);
+        code.push(copy(f, o, &mut rename));
     }
     let iv = fresh(f, chunks.result(), &mut rename);
-    let mut loop_body = Vec::new();
-    for (o, _) in chunks.body().iter().zip(&keep_body).filter(|(_, k)| **k) {
-        let mut copy = o.clone();
-        copy.results = o.results.iter().map(|&r| fresh(f, r, &mut rename)).collect();
-        copy.args = renamed(&o.args, &rename);
-        loop_body.push(copy);
-    }
+    let mut loop_body: Vec<Op> = chunks
+        .body()
+        .iter()
+        .zip(&keep_body)
+        .filter(|(_, k)| **k)
+        .map(|(o, _)| copy(f, o, &mut rename))
+        .collect();
     for &(i, row) in placed {
-        let value = rename[&chunks.body()[i].result()];
+        let value = chunks.body()[i].result();
         loop_body.push(Op::new(
             Opcode::VStore,
             vec![],
@@ -300,16 +292,20 @@ fn begin_copy(
         args: chunks.args.clone(),
         regions: vec![loop_body],
     });
+    decouple::rename(&mut code, &rename);
     code
 }
 
-fn renamed(args: &[Arg], rename: &HashMap<Value, Value>) -> Vec<Arg> {
-    args.iter()
-        .map(|a| match a {
-            Arg::Value(v) => Arg::Value(rename.get(v).copied().unwrap_or(*v)),
-            other => *other,
-        })
-        .collect()
+/// Which of `ops` compute a value in `needed`, walking back; adds their operands to `needed`.
+fn depended_on(ops: &[Op], needed: &mut HashSet<Value>) -> Vec<bool> {
+    let mut keep = vec![false; ops.len()];
+    for (i, o) in ops.iter().enumerate().rev() {
+        if o.results.iter().any(|r| needed.contains(r)) {
+            keep[i] = true;
+            needed.extend(o.value_args());
+        }
+    }
+    keep
 }
 
 /// Adds `code` to `l`'s `begin` callback (its stream reads after the callback's own, the rest at
