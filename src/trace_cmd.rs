@@ -544,7 +544,14 @@ fn create_text(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, TraceCm
 }
 
 fn gen_rmat(a: &GenArgs) -> Result<Vec<PathBuf>, TraceCmdError> {
-    let spec = GraphSpec::Rmat { scale: a.scale, edge_factor: a.edge_factor, a: 0.57, b: 0.19, c: 0.19 };
+    let spec = GraphSpec::Rmat {
+        scale: a.scale,
+        edge_factor: a.edge_factor,
+        a: 0.57,
+        b: 0.19,
+        c: 0.19,
+        fanout: None,
+    };
     spec.check().map_err(|(field, m)| {
         usage(format!("--{}: {m}", field.trim_start_matches("graph.").replace('_', "-")))
     })?;

@@ -265,7 +265,14 @@ impl Shape {
         let gnn = self.op == Op::GnnAggregate;
         let graph = gnn.then(|| {
             assert!(self.tables == 1 && self.rows.is_power_of_two(), "a graph's one table of 2^scale rows");
-            GraphSpec::Rmat { scale: self.rows.trailing_zeros(), edge_factor: 1, a: 0.57, b: 0.19, c: 0.19 }
+            GraphSpec::Rmat {
+                scale: self.rows.trailing_zeros(),
+                edge_factor: 1,
+                a: 0.57,
+                b: 0.19,
+                c: 0.19,
+                fanout: None,
+            }
         });
         let spec = WorkloadSpec {
             name: "props".into(),
@@ -668,6 +675,42 @@ fn message_passing_scatters_every_edge_on_every_machine() {
     let edges = inst.edges.as_ref().expect("an edge list");
     assert!(!edges.is_empty() && edges.iter().all(|&(_, d)| d < 40));
     verify_on_every_machine(&spec, &inst, |_, _| false);
+}
+
+/// GraphSAGE-style sampling (`[graph] fanout`): aggregation and message passing over at most
+/// `fanout` in-neighbours per destination, on every machine. The scattered edge list is the
+/// sampled CSR's, edge for edge.
+#[test]
+fn sampled_neighbours_aggregate_and_scatter_on_every_machine() {
+    for op in ["gnn_aggregate", "gnn_scatter"] {
+        let spec: WorkloadSpec = toml::from_str(&format!(
+            "name = 'sage'\nop = '{op}'\ndim = 17\ndtype = 'f32'\nbatch = 40\n\
+             [graph]\ngenerator = 'rmat'\nscale = 6\nedge_factor = 8\nfanout = 3\n"
+        ))
+        .expect("a valid workload");
+        let spec = spec.resolved().expect("resolves");
+        assert_eq!(spec.bag_size, 3, "the expected bag is the fanout, below the mean in-degree");
+        let inst = EmbeddingBagInstance::generate(&spec, &SeedTree::new(9));
+        let sizes: Vec<u32> = inst.offsets.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(sizes.iter().all(|&n| n <= 3) && sizes.contains(&3), "{sizes:?}");
+        let full: WorkloadSpec = toml::from_str(&format!(
+            "name = 'sage'\nop = '{op}'\ndim = 17\ndtype = 'f32'\nbatch = 40\n\
+             [graph]\ngenerator = 'rmat'\nscale = 6\nedge_factor = 8\n"
+        ))
+        .expect("a valid workload");
+        let full = EmbeddingBagInstance::generate(&full.resolved().expect("resolves"), &SeedTree::new(9));
+        assert!(full.indices.len() > inst.indices.len(), "some bags were cut");
+        if let Some(edges) = &inst.edges {
+            // The sampled edges, grouped by destination in the list's order, are the CSR.
+            let mut by_dst: Vec<Vec<u32>> = vec![Vec::new(); 40];
+            for &(s, d) in edges {
+                by_dst[d as usize].push(s);
+            }
+            let csr: Vec<u32> = by_dst.concat();
+            assert_eq!(csr, inst.indices);
+        }
+        verify_on_every_machine(&spec, &inst, |_, _| false);
+    }
 }
 
 /// Compiles and simulates `inst` on every machine and checks its outputs against the reference

@@ -60,10 +60,28 @@ impl EmbeddingBagInstance {
             let bags = (spec.batch as usize).min(csr.offsets.len() - 1);
             csr.offsets.truncate(bags + 1);
             csr.sources.truncate(csr.offsets[bags] as usize);
+            let scatter = spec.op == crate::workload::Op::GnnScatter;
+            // GraphSAGE-style sampling: at most `fanout` in-neighbours per destination.
+            let kept = g.fanout().map(|k| {
+                let (sampled, kept) = csr.sample(k, &mut tree.stream("graph.sample"));
+                (std::mem::replace(&mut csr, sampled).offsets, kept)
+            });
             let weights = spec.weights.then(|| draw_weights(csr.sources.len(), &mut tree.stream("weights")));
-            // Message passing walks the edge list itself (into the mini-batch's destinations).
-            let edges = (spec.op == crate::workload::Op::GnnScatter)
-                .then(|| edges.into_iter().filter(|&(_, d)| (d as usize) < bags).collect());
+            // Message passing walks the edge list itself (into the mini-batch's destinations;
+            // of a sampled graph, the sampled edges: a destination's edges appear in the CSR in
+            // the list's order, so its n-th edge is the CSR entry `offsets[d] + n`).
+            let edges = scatter.then(|| {
+                let mut seen = vec![0u32; bags];
+                let mut sampled = |d: usize| match &kept {
+                    Some((offsets, kept)) => {
+                        let at = offsets[d] + seen[d];
+                        seen[d] += 1;
+                        kept[at as usize]
+                    }
+                    None => true,
+                };
+                edges.into_iter().filter(|&(_, d)| (d as usize) < bags && sampled(d as usize)).collect()
+            });
             return Self { offsets: csr.offsets, indices: csr.sources, weights, kg: None, edges, table_seed };
         }
         let dist = spec.indices.unwrap_or(crate::workload::IndexDistribution::Uniform);

@@ -39,6 +39,12 @@
 //! self-loop once), the undirected graph GCN-style layers aggregate over; `dedup = true` then
 //! drops every edge equal to an earlier one. Edges keep the file's order otherwise.
 //!
+//! Either graph may be sampled as GraphSAGE's mini-batches are (`[graph] fanout = k`, after
+//! Hamilton, Ying and Leskovec, NeurIPS 2017, whose neighbour sampler draws a fixed number of
+//! neighbours per vertex; REFERENCE.md section 4 gives its [15, 10, 5]): every destination keeps
+//! at most `k` of its in-neighbours, drawn uniformly without replacement ([`Csr::sample`]), so a
+//! hub's thousands of in-neighbours no longer make one bag thousands of lookups long.
+//!
 //! Self-loops (`v -> v`) are kept by default: vertex `v`'s bag then holds `v` itself, once per
 //! such edge, as a GCN layer's `A + I` does. `self_loops = "drop"` removes them after the file
 //! is read (the vertex count is the file's all the same), for files where they are artefacts:
@@ -69,6 +75,8 @@ pub enum GraphSpec {
         b: f64,
         /// Bottom-left (Graph500: 0.19).
         c: f64,
+        /// In-neighbours sampled per destination vertex (`[graph] fanout`), if any.
+        fanout: Option<u32>,
     },
     /// A graph read from an edge-list file.
     File(FileGraph),
@@ -89,6 +97,8 @@ pub struct FileGraph {
     pub vertices: Option<u64>,
     /// What becomes of the file's self-loops.
     pub self_loops: SelfLoops,
+    /// In-neighbours sampled per destination vertex (`[graph] fanout`), if any.
+    pub fanout: Option<u32>,
     /// The edges, once the file is read ([`FileGraph::load_text`]).
     pub loaded: Option<Arc<EdgeList>>,
 }
@@ -154,6 +164,7 @@ struct RawGraph {
     dedup: Option<bool>,
     vertices: Option<u64>,
     self_loops: Option<SelfLoops>,
+    fanout: Option<u32>,
 }
 
 impl TryFrom<RawGraph> for GraphSpec {
@@ -183,6 +194,7 @@ impl TryFrom<RawGraph> for GraphSpec {
                     a: r.a.unwrap_or(0.57),
                     b: r.b.unwrap_or(0.19),
                     c: r.c.unwrap_or(0.19),
+                    fanout: r.fanout,
                 })
             }
             (None, Some(file)) => {
@@ -197,6 +209,7 @@ impl TryFrom<RawGraph> for GraphSpec {
                     dedup: r.dedup.unwrap_or(false),
                     vertices: r.vertices,
                     self_loops: r.self_loops.unwrap_or_default(),
+                    fanout: r.fanout,
                     loaded: None,
                 }))
             }
@@ -459,8 +472,19 @@ impl GraphSpec {
         }
     }
 
+    /// In-neighbours sampled per destination vertex, if the graph is sampled.
+    pub fn fanout(&self) -> Option<u32> {
+        match self {
+            GraphSpec::Rmat { fanout, .. } => *fanout,
+            GraphSpec::File(f) => f.fanout,
+        }
+    }
+
     /// Checks the parameters; `Err((field, message))` names the one at fault.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.fanout() == Some(0) {
+            return Err(("graph.fanout", "must be at least 1 (leave it out to keep every neighbour)".into()));
+        }
         match *self {
             GraphSpec::File(ref f) => match &f.loaded {
                 Some(_) => Ok(()),
@@ -473,7 +497,7 @@ impl GraphSpec {
                     ),
                 )),
             },
-            GraphSpec::Rmat { scale, edge_factor, a, b, c } => {
+            GraphSpec::Rmat { scale, edge_factor, a, b, c, .. } => {
                 if !(1..=MAX_SCALE).contains(&scale) {
                     return Err(("graph.scale", format!("{scale} is outside 1..={MAX_SCALE}")));
                 }
@@ -515,6 +539,47 @@ impl Csr {
     pub fn degrees(&self) -> impl Iterator<Item = u32> + '_ {
         self.offsets.windows(2).map(|w| w[1] - w[0])
     }
+
+    /// GraphSAGE-style neighbour sampling: every vertex keeps at most `fanout` of its
+    /// in-neighbours, drawn uniformly without replacement from `rng` (a vertex with `fanout` or
+    /// fewer keeps them all and draws nothing), in their original order. Returns the sampled
+    /// graph and, per entry of `sources`, whether it was kept.
+    pub fn sample(&self, fanout: u32, rng: &mut Pcg64) -> (Csr, Vec<bool>) {
+        let k = fanout as usize;
+        let mut kept = vec![true; self.sources.len()];
+        let mut offsets = Vec::with_capacity(self.offsets.len());
+        offsets.push(0u32);
+        let mut sources = Vec::with_capacity(self.sources.len().min(k * (self.offsets.len() - 1)));
+        let mut pick: Vec<u32> = Vec::new();
+        for w in self.offsets.windows(2) {
+            let (lo, hi) = (w[0] as usize, w[1] as usize);
+            let d = hi - lo;
+            if d > k {
+                // A partial Fisher-Yates shuffle of the positions: its first k are a uniform
+                // k-subset; sorted, they keep the bag's order.
+                pick.clear();
+                pick.extend(0..d as u32);
+                for i in 0..k {
+                    let j = i + below(rng, (d - i) as u64) as usize;
+                    pick.swap(i, j);
+                }
+                let chosen = &mut pick[..k];
+                chosen.sort_unstable();
+                kept[lo..hi].fill(false);
+                for &p in chosen.iter() {
+                    kept[lo + p as usize] = true;
+                }
+            }
+            sources.extend((lo..hi).filter(|&i| kept[i]).map(|i| self.sources[i]));
+            offsets.push(sources.len() as u32);
+        }
+        (Csr { offsets, sources }, kept)
+    }
+}
+
+/// A uniform integer in `0..n` (`n > 0`), by the multiply-shift reduction of 64 random bits.
+fn below(rng: &mut Pcg64, n: u64) -> u64 {
+    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
 }
 
 /// A uniform f64 in [0, 1) from 53 random bits.
@@ -650,6 +715,7 @@ mod tests {
             dedup: false,
             vertices: None,
             self_loops: SelfLoops::Keep,
+            fanout: None,
             loaded: None,
         };
         g.load_text(text).unwrap();
@@ -671,7 +737,7 @@ mod tests {
     }
 
     fn rmat(scale: u32, edge_factor: u32) -> GraphSpec {
-        GraphSpec::Rmat { scale, edge_factor, a: 0.57, b: 0.19, c: 0.19 }
+        GraphSpec::Rmat { scale, edge_factor, a: 0.57, b: 0.19, c: 0.19, fanout: None }
     }
 
     #[test]
@@ -700,7 +766,7 @@ mod tests {
 
     #[test]
     fn uniform_quadrants_give_flat_degrees() {
-        let spec = GraphSpec::Rmat { scale: 12, edge_factor: 16, a: 0.25, b: 0.25, c: 0.25 };
+        let spec = GraphSpec::Rmat { scale: 12, edge_factor: 16, a: 0.25, b: 0.25, c: 0.25, fanout: None };
         let g = generate(&spec, &mut Pcg64::seed_from_u64(3));
         let max = g.degrees().max().unwrap();
         assert!(max < 50, "Erdos-Renyi-like graph, max in-degree {max}");
@@ -717,13 +783,71 @@ mod tests {
     }
 
     #[test]
+    fn sampling_keeps_at_most_fanout_neighbours_in_order() {
+        let g = generate(&rmat(10, 16), &mut Pcg64::seed_from_u64(2));
+        let (s, kept) = g.sample(5, &mut Pcg64::seed_from_u64(3));
+        assert_eq!(s.offsets.len(), g.offsets.len());
+        assert_eq!(kept.iter().filter(|&&k| k).count(), s.sources.len());
+        let mut sampled_some = false;
+        for v in 0..g.offsets.len() - 1 {
+            let (lo, hi) = (g.offsets[v] as usize, g.offsets[v + 1] as usize);
+            let bag = &s.sources[s.offsets[v] as usize..s.offsets[v + 1] as usize];
+            // min(degree, fanout) neighbours: the kept entries of the original bag, in its order.
+            assert_eq!(bag.len(), (hi - lo).min(5), "vertex {v}");
+            let kept_here: Vec<u32> = (lo..hi).filter(|&i| kept[i]).map(|i| g.sources[i]).collect();
+            assert_eq!(bag, kept_here.as_slice(), "vertex {v}");
+            sampled_some |= hi - lo > 5;
+        }
+        assert!(sampled_some, "the graph has vertices above the fanout");
+        // Seeded: the same draw again, another with another seed.
+        assert_eq!(g.sample(5, &mut Pcg64::seed_from_u64(3)).0, s);
+        assert_ne!(g.sample(5, &mut Pcg64::seed_from_u64(4)).0, s);
+        // A fanout at or above every degree keeps the graph.
+        let max = g.degrees().max().unwrap();
+        assert_eq!(g.sample(max, &mut Pcg64::seed_from_u64(3)).0, g);
+    }
+
+    #[test]
+    fn sampling_draws_every_neighbour_alike() {
+        // One vertex with 8 in-neighbours, 3 sampled: each is kept with probability 3/8.
+        let g = Csr { offsets: vec![0, 8], sources: (0..8).collect() };
+        let mut rng = Pcg64::seed_from_u64(11);
+        let mut count = [0u32; 8];
+        let trials = 8000;
+        for _ in 0..trials {
+            let (s, _) = g.sample(3, &mut rng);
+            assert!(s.sources.windows(2).all(|w| w[0] < w[1]), "distinct, in order: {:?}", s.sources);
+            for &x in &s.sources {
+                count[x as usize] += 1;
+            }
+        }
+        // Expected 3000 each, standard deviation about 43.
+        for (x, &c) in count.iter().enumerate() {
+            assert!((2800..=3200).contains(&c), "neighbour {x} kept {c} times of {trials}");
+        }
+    }
+
+    #[test]
+    fn fanout_reads_from_toml_for_either_graph_and_must_be_positive() {
+        let spec: GraphSpec =
+            toml::from_str("generator = \"rmat\"\nscale = 4\nedge_factor = 2\nfanout = 3\n").unwrap();
+        assert_eq!(spec.fanout(), Some(3));
+        assert!(spec.check().is_ok());
+        let spec: GraphSpec = toml::from_str("file = \"g.txt\"\nformat = \"snap\"\nfanout = 7\n").unwrap();
+        assert_eq!(spec.fanout(), Some(7));
+        assert_eq!(rmat(4, 2).fanout(), None);
+        let zero = GraphSpec::Rmat { scale: 4, edge_factor: 2, a: 0.57, b: 0.19, c: 0.19, fanout: Some(0) };
+        assert_eq!(zero.check().unwrap_err().0, "graph.fanout");
+    }
+
+    #[test]
     fn bad_parameters_are_named() {
         assert_eq!(rmat(0, 4).check().unwrap_err().0, "graph.scale");
         assert_eq!(rmat(40, 4).check().unwrap_err().0, "graph.scale");
         assert_eq!(rmat(8, 0).check().unwrap_err().0, "graph.edge_factor");
-        let over = GraphSpec::Rmat { scale: 8, edge_factor: 4, a: 0.6, b: 0.3, c: 0.3 };
+        let over = GraphSpec::Rmat { scale: 8, edge_factor: 4, a: 0.6, b: 0.3, c: 0.3, fanout: None };
         assert_eq!(over.check().unwrap_err().0, "graph.c");
-        let nan = GraphSpec::Rmat { scale: 8, edge_factor: 4, a: f64::NAN, b: 0.1, c: 0.1 };
+        let nan = GraphSpec::Rmat { scale: 8, edge_factor: 4, a: f64::NAN, b: 0.1, c: 0.1, fanout: None };
         assert_eq!(nan.check().unwrap_err().0, "graph.a");
         assert!(rmat(8, 4).check().is_ok());
     }

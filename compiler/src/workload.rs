@@ -20,7 +20,8 @@
 //! [`WorkloadSpec::resolved`] derives from the graph (one table of one row per vertex,
 //! `edge_factor` lookups per bag on average). `batch`, if given, aggregates only the first
 //! `batch` vertices (a mini-batch of destinations; labels are scrambled, so they are a random
-//! sample); by default every vertex:
+//! sample); by default every vertex. `[graph] fanout = k` keeps at most `k` in-neighbours per
+//! vertex, sampled as GraphSAGE samples them ([`crate::graph`]):
 //!
 //! ```toml
 //! name = "gnn-rmat"
@@ -662,7 +663,8 @@ impl WorkloadSpec {
                 if w.batch == 0 {
                     w.batch = g.vertices() as u32;
                 }
-                w.bag_size = (g.edges() / g.vertices()) as u32;
+                // The mean in-degree (no more than the fanout of a sampled graph).
+                w.bag_size = (g.edges() / g.vertices()).min(u64::from(g.fanout().unwrap_or(u32::MAX))) as u32;
             }
         }
         w.validate()?;
