@@ -437,10 +437,19 @@ fn dae_power(
     };
     let mut power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
     power.validate().map_err(|e| doc.error_at(&at(&e.key), e.to_string()))?;
-    // The figures are quoted for one window and one storage size: priced here for this chip's.
+    // The figures are quoted for one window, one storage size and one size per cache: priced
+    // here for this chip's.
     power.core = power.core.for_window(window);
     if let (Some(a), Some(bytes)) = (power.access_unit, storage) {
         power.access_unit = Some(a.for_storage(bytes));
+    }
+    let size = |c: &Option<mem_model::cache::CacheConfig>| c.as_ref().map_or(0, |c| c.size.bytes());
+    for (figures, bytes) in [
+        (&mut power.caches.l1d, size(&caches.l1d)),
+        (&mut power.caches.l2, size(&caches.l2)),
+        (&mut power.caches.llc, size(&caches.llc)),
+    ] {
+        *figures = figures.map(|f| f.for_size(bytes));
     }
     Ok(Some(power))
 }

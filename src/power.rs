@@ -18,7 +18,8 @@
 //! `fills` are lines written into the array (data relayed past a bypassing cache is not one);
 //! DRAM bits are those of the bursts the device moved. A core's `static_w` and `instruction_pj`
 //! are quoted for one window and priced for the chip's by [`CorePower::for_window`]; a unit's
-//! `static_w` for one stream storage, by [`AccessUnitPower::for_storage`].
+//! `static_w` for one stream storage, by [`AccessUnitPower::for_storage`]; a cache's figures for
+//! one capacity, by [`CachePower::for_size`].
 //!
 //! Average power is the total over `t`. The figures come from the `[power]` table of the
 //! system's preset, each with its source (`configs/systems/dae-hbm3.toml`); the DRAM's from the
@@ -162,10 +163,27 @@ impl AccessUnitPower {
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CachePower {
-    /// Energy of one line access (lookup, fill or write-back) at the level's size, in pJ.
+    /// Energy of one line access (lookup, fill or write-back) at the quoted size, in pJ.
     pub access_pj: f64,
-    /// Static power of one instance (one private cache, one LLC bank), in watts.
+    /// Static power of one instance (one private cache, one LLC bank) of the quoted size, in
+    /// watts.
     pub static_w: f64,
+    /// The capacity of one instance the figures are quoted at (`None`: they apply at any size).
+    #[serde(default)]
+    pub size: Option<sim_core::ByteSize>,
+}
+
+impl CachePower {
+    /// The figures of an instance of `bytes`: `static_w` scaled by the size ratio (leakage goes
+    /// with the cells) and `access_pj` by its square root (longer word and bit lines and a larger
+    /// H-tree: Horowitz, ISSCC 2014, gives 10, 20 and 100 pJ per 64-bit read of 8 KB, 32 KB and
+    /// 1 MB SRAMs, about the square root of capacity). Unchanged without a quoted `size`; the
+    /// result has no size left to scale.
+    pub fn for_size(&self, bytes: u64) -> CachePower {
+        let Some(q) = self.size else { return *self };
+        let ratio = bytes as f64 / q.bytes().max(1) as f64;
+        CachePower { access_pj: self.access_pj * ratio.sqrt(), static_w: self.static_w * ratio, size: None }
+    }
 }
 
 /// `[power.caches]`.
@@ -294,6 +312,11 @@ impl DaePower {
         }
         if self.access_unit.and_then(|a| a.storage).is_some_and(|st| st.bytes.bytes() == 0) {
             return bad("access_unit.storage.bytes".into(), 0.0, "must be at least 1B");
+        }
+        for (level, c) in [("l1d", &self.caches.l1d), ("l2", &self.caches.l2), ("llc", &self.caches.llc)] {
+            if c.and_then(|c| c.size).is_some_and(|size| size.bytes() == 0) {
+                return bad(format!("caches.{level}.size"), 0.0, "must be at least 1B");
+            }
         }
         Ok(())
     }
@@ -546,9 +569,9 @@ mod tests {
                 storage: None,
             }),
             caches: CachesPower {
-                l1d: Some(CachePower { access_pj: 10.0, static_w: 0.01 }),
+                l1d: Some(CachePower { access_pj: 10.0, static_w: 0.01, size: None }),
                 l2: None,
-                llc: Some(CachePower { access_pj: 50.0, static_w: 0.1 }),
+                llc: Some(CachePower { access_pj: 50.0, static_w: 0.1, size: None }),
             },
             noc: Some(NocPower { transfer_pj: 20.0 }),
             dram: DramEnergy {
@@ -665,10 +688,24 @@ mod tests {
     fn negative_and_nan_figures_are_named_by_key() {
         let mut p = figures();
         assert!(p.validate().is_ok());
-        p.caches.llc = Some(CachePower { access_pj: -1.0, static_w: 0.1 });
+        p.caches.llc = Some(CachePower { access_pj: -1.0, static_w: 0.1, size: None });
         assert_eq!(p.validate().unwrap_err().key, "caches.llc.access_pj");
         let mut p = figures();
         p.core.vector_pj = f64::NAN;
         assert_eq!(p.validate().unwrap_err().key, "core.vector_pj");
+    }
+
+    #[test]
+    fn cache_figures_follow_the_size_they_price() {
+        let l2 = CachePower { access_pj: 80.0, static_w: 0.08, size: Some(sim_core::ByteSize::from_bytes(1 << 20)) };
+        let at = |bytes: u64| l2.for_size(bytes);
+        assert_eq!(at(1 << 20), CachePower { size: None, ..l2 }, "quoted size: the figures");
+        assert_eq!(at(4 << 20), CachePower { access_pj: 160.0, static_w: 0.32, size: None });
+        assert_eq!(at(256 << 10), CachePower { access_pj: 40.0, static_w: 0.02, size: None });
+        let any = CachePower { size: None, ..l2 };
+        assert_eq!(any.for_size(4 << 20), any, "no quoted size, no scaling");
+        let mut p = figures();
+        p.caches.l1d = Some(CachePower { size: Some(sim_core::ByteSize::from_bytes(0)), ..l2 });
+        assert_eq!(p.validate().unwrap_err().key, "caches.l1d.size");
     }
 }

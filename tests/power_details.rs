@@ -366,3 +366,30 @@ fn reads_forwarded_from_the_write_queue_pay_no_dram_transfer() {
         got - want
     );
 }
+
+/// configs/systems/dae-hbm3.toml prices each cache level at one size ("leakage of 1 MiB of
+/// SRAM", "1 MB SRAM 100 pJ per 64-bit read ... scaled"). A chip given a 4 MiB L2 (a sweep over
+/// `caches.l2.size`) kept those figures, so its L2 leaked and read as a 1 MiB one. Expected, per
+/// `CachePower::for_size`: four times the static power, twice the energy per access; the chip
+/// at the quoted sizes keeps the preset's figures.
+#[test]
+fn a_bigger_l2_leaks_and_reads_as_its_size() {
+    let (_dir, exp) = load("power-l2-size", |t| {
+        t.replacen("access_unit = \"none\"", "access_unit = \"none\"\n[system.caches.l2]\nsize = \"4MiB\"", 1)
+    });
+    let (dae, cpu) = (dae_plan(&exp, "dae"), dae_plan(&exp, "cpu"));
+    assert_eq!(cpu.caches.l2.as_ref().unwrap().size.bytes(), 4 << 20);
+    assert_eq!(dae.caches.l2.as_ref().unwrap().size.bytes(), 1 << 20);
+    let (quoted, big) = (dae.power.unwrap().caches, cpu.power.unwrap().caches);
+    let (q, b) = (quoted.l2.unwrap(), big.l2.unwrap());
+    assert!(close(q.static_w, 0.08) && close(q.access_pj, 80.0), "{q:?}");
+    assert!(close(b.static_w, 0.32) && close(b.access_pj, 160.0), "{b:?}");
+    // The other levels are at their quoted sizes on both chips.
+    assert_eq!(quoted.l1d, big.l1d);
+    assert_eq!(quoted.llc, big.llc);
+    // A run's L2 static energy follows: four times the instances' static power over its time.
+    let m = measure(&exp, "cpu");
+    let (l2_static, _) = energy_part(m.energy.as_ref().unwrap(), "l2");
+    let t = m.time as f64 * 1e-12;
+    assert!(close(l2_static, 4.0 * 0.32 * t), "L2 static {l2_static} J over {t} s, 4 cores");
+}
