@@ -11,7 +11,8 @@
 //! au     = units x static_w x t + requests x request_pj + write_requests x write_request_pj
 //!          + events x event_pj + operands x operand_pj
 //! cache  = instances x static_w x t + (lookups + fills + writebacks) x access_pj   (per level)
-//! noc    = line transfers (requests + responses) x transfer_pj
+//! noc    = messages with a line (read answers, writes) x transfer_pj
+//!          + messages without (read requests, write acknowledgements) x control_pj
 //! dram   = stacks x background_w_per_stack x t + bits x pJ/bit + activations x activate_pj
 //! ```
 //!
@@ -202,8 +203,19 @@ pub struct CachesPower {
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NocPower {
-    /// One message crossing the network (a request or a line of response), in pJ.
+    /// One message carrying a line across the network (a read's answer, a write), in pJ.
     pub transfer_pj: f64,
+    /// One message without data (a read request, a write's acknowledgement: an address and a
+    /// command), in pJ (`None`: `transfer_pj`, as if it carried a line).
+    #[serde(default)]
+    pub control_pj: Option<f64>,
+}
+
+impl NocPower {
+    /// The energy of one message without data.
+    pub fn control_pj(&self) -> f64 {
+        self.control_pj.unwrap_or(self.transfer_pj)
+    }
 }
 
 /// The power figures of a DAE or CPU chip.
@@ -281,6 +293,7 @@ impl DaePower {
         }
         if let Some(n) = &self.noc {
             v.push(("noc.transfer_pj".into(), n.transfer_pj));
+            v.push(("noc.control_pj".into(), n.control_pj()));
         }
         v
     }
@@ -381,8 +394,10 @@ pub struct Activity {
     pub l2: CacheActivity,
     /// LLC banks.
     pub llc: CacheActivity,
-    /// Messages crossing the network (requests and responses).
+    /// Messages carrying a line across the network (read answers, writes).
     pub noc_transfers: u64,
+    /// Messages without data (read requests, write acknowledgements).
+    pub noc_controls: u64,
     /// DRAM bytes and activations.
     pub dram: DramActivity,
     /// HBM stacks (1 for a DDR or fixed-latency memory).
@@ -415,6 +430,7 @@ impl Activity {
             l2,
             llc,
             noc_transfers,
+            noc_controls,
             dram: DramActivity { bytes_read, bytes_written, activations },
             stacks: _,
         } = *next;
@@ -433,6 +449,7 @@ impl Activity {
             (&mut self.au_events, au_events),
             (&mut self.au_operands, au_operands),
             (&mut self.noc_transfers, noc_transfers),
+            (&mut self.noc_controls, noc_controls),
             (&mut self.dram.bytes_read, bytes_read),
             (&mut self.dram.bytes_written, bytes_written),
             (&mut self.dram.activations, activations),
@@ -536,7 +553,11 @@ pub fn energy(p: &DaePower, a: &Activity) -> EnergyReport {
         }
     }
     if let Some(n) = &p.noc {
-        components.push(("noc".into(), 0.0, pj(a.noc_transfers, n.transfer_pj)));
+        components.push((
+            "noc".into(),
+            0.0,
+            pj(a.noc_transfers, n.transfer_pj) + pj(a.noc_controls, n.control_pj()),
+        ));
     }
     components.push(("dram".into(), p.dram.background_w(a.stacks) * t, p.dram.dynamic_j(&a.dram)));
     EnergyReport { seconds: t, components, tdp_bound: false }
@@ -573,7 +594,7 @@ mod tests {
                 l2: None,
                 llc: Some(CachePower { access_pj: 50.0, static_w: 0.1, size: None }),
             },
-            noc: Some(NocPower { transfer_pj: 20.0 }),
+            noc: Some(NocPower { transfer_pj: 20.0, control_pj: None }),
             dram: DramEnergy {
                 read_pj_per_bit: 2.0,
                 write_pj_per_bit: 3.0,
@@ -643,6 +664,7 @@ mod tests {
             l2: CacheActivity::default(),
             llc: CacheActivity { instances: 4, lookups: 330, fills: 300, writebacks: 10 },
             noc_transfers: 700,
+            noc_controls: 0,
             dram: DramActivity { bytes_read: 19_200, bytes_written: 1_920, activations: 100 },
             stacks: 5,
         };
@@ -664,6 +686,12 @@ mod tests {
         assert!(r.components.iter().all(|(n, _, _)| n != "l2"), "no L2 figures: no L2 component");
         let (s, d) = get(&r, "noc");
         assert!(close(s, 0.0) && close(d, 14_000e-12));
+        // Messages without data pay `control_pj`, or a line's energy without it.
+        let mut p = figures();
+        let a = Activity { noc_controls: 100, ..a };
+        assert!(close(get(&energy(&p, &a), "noc").1, 800.0 * 20e-12));
+        p.noc = Some(NocPower { transfer_pj: 20.0, control_pj: Some(5.0) });
+        assert!(close(get(&energy(&p, &a), "noc").1, (700.0 * 20.0 + 100.0 * 5.0) * 1e-12));
         // DRAM: 5 stacks x 1 W x 1 us = 5 uJ; 153600 bit x 2 + 15360 bit x 3 + 100 x 1000 pJ
         // = 307200 + 46080 + 100000 = 453280 pJ.
         let (s, d) = get(&r, "dram");
@@ -697,7 +725,11 @@ mod tests {
 
     #[test]
     fn cache_figures_follow_the_size_they_price() {
-        let l2 = CachePower { access_pj: 80.0, static_w: 0.08, size: Some(sim_core::ByteSize::from_bytes(1 << 20)) };
+        let l2 = CachePower {
+            access_pj: 80.0,
+            static_w: 0.08,
+            size: Some(sim_core::ByteSize::from_bytes(1 << 20)),
+        };
         let at = |bytes: u64| l2.for_size(bytes);
         assert_eq!(at(1 << 20), CachePower { size: None, ..l2 }, "quoted size: the figures");
         assert_eq!(at(4 << 20), CachePower { access_pj: 160.0, static_w: 0.32, size: None });

@@ -833,7 +833,11 @@ fn activity(
     a.units = if sys.access_unit.is_some() { a.cores } else { 0 };
     let stats = e.stats();
     let counter = |n: &str| stats.lookup_counter(n).unwrap_or(0);
-    a.noc_transfers = counter("noc.requests") + counter("noc.responses");
+    // Writes carry their line there and are acknowledged without one; reads go without and
+    // come back with theirs.
+    let (writes, acks) = (counter("noc.write_requests"), counter("noc.write_responses"));
+    a.noc_transfers = writes + counter("noc.responses").saturating_sub(acks);
+    a.noc_controls = counter("noc.requests").saturating_sub(writes) + acks;
     match e.component(mem) {
         Some(Node::Dram(d)) => {
             // The bits the device moved: its bursts, not the requests' bytes (a read answered

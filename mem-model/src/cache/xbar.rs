@@ -273,6 +273,9 @@ struct DownPort {
 struct XbarStats {
     requests: CounterId,
     responses: CounterId,
+    /// Requests that carry data (writes) and their responses (acknowledgements, no data).
+    write_requests: CounterId,
+    write_responses: CounterId,
     bank_full_stalls: CounterId,
     in_flight_full_stalls: CounterId,
     stray_responses: CounterId,
@@ -342,6 +345,8 @@ impl<M> Crossbar<M> {
         let xstats = XbarStats {
             requests: stats.counter_in(name, "requests")?,
             responses: stats.counter_in(name, "responses")?,
+            write_requests: stats.counter_in(name, "write_requests")?,
+            write_responses: stats.counter_in(name, "write_responses")?,
             bank_full_stalls: stats.counter_in(name, "bank_full_stalls")?,
             in_flight_full_stalls: stats.counter_in(name, "in_flight_full_stalls")?,
             stray_responses: stats.counter_in(name, "stray_responses")?,
@@ -637,6 +642,9 @@ where
                 s.active = false;
                 self.free.push(slot);
                 ctx.stats().inc(self.stats.responses);
+                if s.msg.write {
+                    ctx.stats().inc(self.stats.write_responses);
+                }
                 ctx.progress();
             }
         }
@@ -718,6 +726,9 @@ where
             };
             self.down[bank].queued += 1;
             ctx.stats().inc(self.stats.requests);
+            if req.write {
+                ctx.stats().inc(self.stats.write_requests);
+            }
             ctx.stats().inc(self.down[bank].requests);
             self.travel(now, u, bank, slot, true);
         }
