@@ -1417,12 +1417,21 @@ pub(crate) fn run_gpu(
     // Rows as stored: a TT lookup gathers its slices' rows (the analytic model leaves out the
     // contraction's arithmetic; the simulation counts it).
     let per_lookup = spec.tt.as_ref().map_or(1, compiler::TtShape::lookup_rows);
+    // The kernel's mapping (its thread groups and their rows) sets how many loads are in flight.
+    let kernel = std::sync::Arc::new(crate::gpu_kernel::kernel(spec, inst));
+    let rows_in_flight =
+        kernel.row_unroll.or(plan.sim.as_ref().map(|s| s.sim.kernel.row_unroll)).unwrap_or(1);
     let shape = GatherShape {
         lookups: inst.indices.len() as u64 * per_lookup,
         distinct_rows: inst.bag_rows(spec).len() as u64,
         row_bytes: spec.stored_row_bytes(),
         bags: spec.bags(),
         index_bytes: crate::gpu_kernel::index_bytes(inst),
+        groups: u64::from(kernel.bags()),
+        longest_group: kernel.longest_bag(),
+        groups_per_warp: u64::from(kernel.bags_per_warp()),
+        rows_in_flight: u64::from(rows_in_flight),
+        indices_per_load: u64::from(kernel.group_lanes()),
     };
     let analytic = gpu_model::estimate(&plan.cfg, &shape);
     let peak = plan.cfg.hbm_bandwidth.bytes_per_second() as f64;
@@ -1452,7 +1461,6 @@ pub(crate) fn run_gpu(
             None,
         ));
     };
-    let kernel = std::sync::Arc::new(crate::gpu_kernel::kernel(spec, inst));
     let r = gpu_model::sim::run(sim, kernel, seeds, max_sim_time).map_err(|e| e.to_string())?;
     let energy = plan.power.map(|p| crate::power::EnergyReport::of_gpu(&p.energy(&r.activity), r.time));
     let h = &r.latency;

@@ -19,6 +19,18 @@ pub struct GatherShape {
     /// an f32 per-sample weight beside each (as the simulated kernel lays them out). Offsets
     /// are int64, one per bag and one more.
     pub index_bytes: u64,
+    /// The kernel's thread groups: each walks its bags' rows one load batch after another
+    /// (FBGEMM's mapping gives a bag to a group; some kernels split long bags over several).
+    pub groups: u64,
+    /// Rows of the longest group's chain of loads.
+    pub longest_group: u64,
+    /// Groups per warp (32 lanes over the group's lanes).
+    pub groups_per_warp: u64,
+    /// Rows a group has in flight at once (1 for FBGEMM's row loop).
+    pub rows_in_flight: u64,
+    /// Indices a group loads at once, one per lane, before walking their rows (FBGEMM: the
+    /// group's lanes).
+    pub indices_per_load: u64,
 }
 
 /// Bytes of one bag offset (int64, as PyTorch passes them).
@@ -63,7 +75,22 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
     let dram_bytes = misses * row_traffic + streams + shape.bags * row_traffic;
     let achieved = cfg.hbm_bandwidth.bytes_per_second() as f64 * cfg.efficiency(shape.row_bytes);
     let transfer = dram_bytes as f64 / achieved * PS_PER_SECOND as f64;
-    let time = cfg.launch_overhead.ps().saturating_add(transfer.ceil() as u64);
+    // Little's law on the loads' concurrency: resident groups each keep `rows_in_flight` rows
+    // in flight, one unloaded latency each (DRAM or an L2 hit), and no group finishes before
+    // its own chain of row and index loads: a kernel with few or long bags is latency-bound,
+    // not bandwidth-bound. Loaded latency and the instructions between loads are left out.
+    let slots =
+        f64::from(cfg.sms) * f64::from(cfg.warps_per_sm) * cfg.occupancy * shape.groups_per_warp as f64;
+    let concurrent = (shape.groups as f64).min(slots).max(1.0);
+    let hit_share = if shape.lookups == 0 { 0.0 } else { l2_hits as f64 / shape.lookups as f64 };
+    let row_latency =
+        (1.0 - hit_share) * cfg.dram_latency.ps() as f64 + hit_share * cfg.l2_latency.ps() as f64;
+    let rows_per_group = (shape.lookups as f64 / concurrent).max(shape.longest_group as f64);
+    // Between batches of rows the group waits for its next indices, streamed from DRAM.
+    let index_loads = (rows_per_group / shape.indices_per_load.max(1) as f64).ceil();
+    let chain = rows_per_group / shape.rows_in_flight.max(1) as f64 * row_latency
+        + index_loads * cfg.dram_latency.ps() as f64;
+    let time = cfg.launch_overhead.ps().saturating_add(transfer.max(chain).ceil() as u64);
     let in_flight = cfg.sms as f64 * cfg.warps_per_sm as f64 * cfg.occupancy * row_traffic as f64;
     let little = (in_flight / achieved * PS_PER_SECOND as f64) as u64;
     let written = shape.bags * row_traffic;
@@ -90,15 +117,25 @@ mod tests {
         crate::config::tests::h100()
     }
 
+    /// A gather whose loads' concurrency never binds: one-row groups, many rows in flight.
+    fn wide(lookups: u64, distinct_rows: u64, row_bytes: u64, bags: u64) -> GatherShape {
+        GatherShape {
+            lookups,
+            distinct_rows,
+            row_bytes,
+            bags,
+            index_bytes: 8,
+            groups: lookups.max(1),
+            longest_group: 1,
+            groups_per_warp: 32,
+            rows_in_flight: 1 << 20,
+            indices_per_load: 1 << 20,
+        }
+    }
+
     #[test]
     fn no_reuse_costs_rounded_sectors_at_derated_bandwidth() {
-        let shape = GatherShape {
-            lookups: 1_000_000,
-            distinct_rows: 1_000_000,
-            row_bytes: 100,
-            bags: 0,
-            index_bytes: 8,
-        };
+        let shape = wide(1_000_000, 1_000_000, 100, 0);
         let e = estimate(&h100(), &shape);
         // 100 B rows occupy 4 sectors: 128 MB of rows plus 8 MB of int64 indices and one offset.
         assert_eq!(e.dram_bytes, 128_000_000 + 8_000_032);
@@ -112,8 +149,7 @@ mod tests {
 
     #[test]
     fn reuse_that_fits_in_l2_is_free_and_never_slower() {
-        let hot =
-            GatherShape { lookups: 1_000_000, distinct_rows: 1_000, row_bytes: 256, bags: 0, index_bytes: 8 };
+        let hot = wide(1_000_000, 1_000, 256, 0);
         let cold = GatherShape { distinct_rows: 1_000_000, ..hot };
         let (h, c) = (estimate(&h100(), &hot), estimate(&h100(), &cold));
         assert_eq!(h.l2_hits, 999_000);
@@ -126,12 +162,48 @@ mod tests {
 
     #[test]
     fn loaded_latency_follows_littles_law_with_a_floor() {
-        let shape = GatherShape { lookups: 1, distinct_rows: 1, row_bytes: 256, bags: 0, index_bytes: 8 };
+        let shape = wide(1, 1, 256, 0);
         let e = estimate(&h100(), &shape);
         // 132 x 64 x 0.71 x 256 B = 1.54 MB in flight at 2.68 TB/s: about 574 ns.
         assert!((570_000..580_000).contains(&e.latency), "{}", e.latency);
         let tiny = GatherShape { row_bytes: 4, ..shape };
         assert_eq!(estimate(&h100(), &tiny).latency, 400_000);
+    }
+
+    /// FBGEMM's row loop: 1024 bags of 80 rows, one group a bag, each loading one row after
+    /// another, take 80 unloaded latencies whatever the bandwidth (RM1 on the H100).
+    #[test]
+    fn few_long_bags_are_bound_by_their_chains_of_loads() {
+        let chained = GatherShape {
+            groups: 1024,
+            longest_group: 80,
+            groups_per_warp: 4,
+            rows_in_flight: 1,
+            indices_per_load: 8,
+            ..wide(81_920, 81_920, 128, 1024)
+        };
+        // 80 rows and 10 loads of 8 indices, 400 ns each.
+        let e = estimate(&h100(), &chained);
+        assert_eq!(e.time, 4_000_000 + 90 * 400_000);
+        // Four rows in flight: a quarter of the rows' part.
+        let unrolled = estimate(&h100(), &GatherShape { rows_in_flight: 4, ..chained });
+        assert_eq!(unrolled.time, 4_000_000 + 30 * 400_000);
+        // Rows found in L2 wait its latency instead (half of them: 40 x 400 + 40 x 200 ns).
+        let hot = estimate(&h100(), &GatherShape { distinct_rows: 40_960, ..chained });
+        assert_eq!(hot.l2_hits, 40_960);
+        assert_eq!(hot.time, 4_000_000 + 50 * 400_000 + 40 * 200_000);
+        // More groups than the resident warps hold (a group a warp): each slot walks lookups /
+        // slots rows, more time than the rows' transfer takes.
+        let many = GatherShape { groups: 1 << 20, longest_group: 16, ..wide(1 << 24, 1 << 24, 128, 1 << 20) };
+        let many = GatherShape { groups_per_warp: 1, rows_in_flight: 1, ..many };
+        let slots = 132.0 * 64.0 * 0.71;
+        let rows = f64::from(1 << 24) / slots;
+        let want = 4e6 + rows * 400_000.0 + (rows / f64::from(1 << 20)).ceil() * 400_000.0;
+        assert!((estimate(&h100(), &many).time as f64 - want).abs() < 2.0);
+        // A bandwidth-bound gather keeps its transfer time.
+        let e = estimate(&h100(), &wide(1_000_000, 1_000_000, 128, 0));
+        let expect = 4e6 + e.dram_bytes as f64 / (3.35e12 * 0.8) * 1e12;
+        assert!((e.time as f64 - expect).abs() < 2.0);
     }
 
     #[test]
@@ -144,8 +216,7 @@ mod tests {
     #[test]
     fn a_launch_overhead_at_the_clocks_limit_saturates() {
         let cfg = GpuConfig { launch_overhead: sim_core::TimeSpan::from_ps(u64::MAX), ..h100() };
-        let shape =
-            GatherShape { lookups: 1000, distinct_rows: 1000, row_bytes: 128, bags: 10, index_bytes: 8 };
+        let shape = wide(1000, 1000, 128, 10);
         // It wrapped around to a few nanoseconds.
         assert_eq!(estimate(&cfg, &shape).time, u64::MAX);
     }

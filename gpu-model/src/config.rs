@@ -19,6 +19,8 @@ pub struct GpuConfig {
     pub hbm_bandwidth: Bandwidth,
     /// Unloaded DRAM access latency.
     pub dram_latency: TimeSpan,
+    /// Unloaded L2 hit latency (the mean over the near and far partitions).
+    pub l2_latency: TimeSpan,
     /// L2 capacity.
     pub l2: ByteSize,
     /// DRAM access granule.
@@ -77,6 +79,9 @@ impl GpuConfig {
         }
         if self.dram_latency.ps() == 0 {
             return range("dram_latency", self.dram_latency.to_string(), "must be above zero");
+        }
+        if self.l2_latency.ps() == 0 {
+            return range("l2_latency", self.l2_latency.to_string(), "must be above zero");
         }
         if !(1..=1024).contains(&self.warps_per_sm) {
             return range("warps_per_sm", self.warps_per_sm.to_string(), "must be 1 to 1024");
@@ -282,6 +287,7 @@ pub(crate) mod tests {
             clock: Frequency::parse("1.98GHz").unwrap(),
             hbm_bandwidth: Bandwidth::parse("3.35TB/s").unwrap(),
             dram_latency: TimeSpan::parse("400ns").unwrap(),
+            l2_latency: TimeSpan::parse("200ns").unwrap(),
             l2: ByteSize::parse("50MB").unwrap(),
             sector: ByteSize::parse("32B").unwrap(),
             launch_overhead: TimeSpan::parse("4us").unwrap(),

@@ -180,6 +180,11 @@ impl GatherKernel {
         self
     }
 
+    /// The rows of the kernel's longest bag (its thread group's chain of loads).
+    pub fn longest_bag(&self) -> u64 {
+        self.bag_offsets.windows(2).map(|w| u64::from(w[1] - w[0])).max().unwrap_or(0)
+    }
+
     /// Bytes the kernel reads as rows (each row's whole bytes).
     pub fn row_bytes_read(&self) -> u64 {
         self.rows.len() as u64 * u64::from(self.row_bytes)

@@ -16,8 +16,10 @@
 //! from the reuse in the indices, scaled down when the distinct rows outgrow the L2) cost no
 //! DRAM traffic; DRAM time is that traffic over peak bandwidth times an efficiency for random
 //! rows of that size (the preset's `efficiency_*`: measured on an H100, `docs/h100-measured.md`;
-//! they replaced REFERENCE.md section 3's placeholders), plus launch and tail; the loaded
-//! latency follows Little's law. Reports show it beside the simulation and warn when the two
+//! they replaced REFERENCE.md section 3's placeholders), plus launch and tail, unless the
+//! kernel's thread groups take longer walking their chains of row and index loads at unloaded
+//! latency (Little's law on the loads in flight: few or long bags make a gather latency-bound);
+//! the loaded latency follows Little's law. Reports show it beside the simulation and warn when the two
 //! differ by more than 25%. [`power`] turns either's activity into energy.
 #![warn(missing_docs)]
 
