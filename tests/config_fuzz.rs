@@ -59,6 +59,7 @@ const TARGETS: &[(&str, Mode)] = &[
     ("workloads/emb-small.toml", Mode::Experiment("workloads/emb-small.toml")),
     ("workloads/gnn-cora.toml", Mode::Experiment("workloads/gnn-cora.toml")),
     ("workloads/gnn-scatter.toml", Mode::Experiment("workloads/gnn-scatter.toml")),
+    ("workloads/gnn-sage.toml", Mode::Experiment("workloads/gnn-sage.toml")),
     ("workloads/kg-fb15k237.toml", Mode::Experiment("workloads/kg-fb15k237.toml")),
     ("workloads/sparse-attention.toml", Mode::Experiment("workloads/sparse-attention.toml")),
     ("workloads/tt-rec.toml", Mode::Experiment("workloads/tt-rec.toml")),
