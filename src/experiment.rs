@@ -1428,6 +1428,7 @@ pub(crate) fn run_gpu(
         bags: spec.bags(),
         index_bytes: crate::gpu_kernel::index_bytes(inst),
         groups: u64::from(kernel.bags()),
+        group_rows: kernel.rows.len() as u64,
         longest_group: kernel.longest_bag(),
         groups_per_warp: u64::from(kernel.bags_per_warp()),
         rows_in_flight: u64::from(rows_in_flight),

@@ -212,8 +212,8 @@ pub struct NocPower {
 }
 
 impl NocPower {
-    /// The energy of one message without data.
-    pub fn control_pj(&self) -> f64 {
+    /// The energy of one message without data (`control_pj`, or a line's without it).
+    pub fn control_message_pj(&self) -> f64 {
         self.control_pj.unwrap_or(self.transfer_pj)
     }
 }
@@ -293,7 +293,7 @@ impl DaePower {
         }
         if let Some(n) = &self.noc {
             v.push(("noc.transfer_pj".into(), n.transfer_pj));
-            v.push(("noc.control_pj".into(), n.control_pj()));
+            v.push(("noc.control_pj".into(), n.control_message_pj()));
         }
         v
     }
@@ -556,7 +556,7 @@ pub fn energy(p: &DaePower, a: &Activity) -> EnergyReport {
         components.push((
             "noc".into(),
             0.0,
-            pj(a.noc_transfers, n.transfer_pj) + pj(a.noc_controls, n.control_pj()),
+            pj(a.noc_transfers, n.transfer_pj) + pj(a.noc_controls, n.control_message_pj()),
         ));
     }
     components.push(("dram".into(), p.dram.background_w(a.stacks) * t, p.dram.dynamic_j(&a.dram)));

@@ -173,7 +173,7 @@ fn noc_and_dram_energy_follow_their_counters() {
     let with_line = n("write_requests") + n("responses") - n("write_responses");
     let without = n("requests") - n("write_requests") + n("write_responses");
     assert!(with_line > 0 && without > 0);
-    let (line_pj, control_pj) = (p.noc.unwrap().transfer_pj, p.noc.unwrap().control_pj());
+    let (line_pj, control_pj) = (p.noc.unwrap().transfer_pj, p.noc.unwrap().control_message_pj());
     assert!(control_pj < line_pj, "the preset prices a message without data below a line");
     let want = (with_line as f64 * line_pj + without as f64 * control_pj) * 1e-12;
     assert!(close(energy_part(e, "noc").1, want), "{} J, expected {want} J", energy_part(e, "noc").1);

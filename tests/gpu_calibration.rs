@@ -157,6 +157,7 @@ fn the_analytic_estimate_bounds_a_kernel_by_its_chains_of_loads() {
     let (_dir, exp) = common::load("gpu-analytic-chain", "", |t| {
         t.replace("workloads/emb-small.toml\"", "workloads/dlrm-rm1.toml\"\nbatch = 16")
     });
+    assert_eq!((exp.file.workload[0].name.as_str(), exp.file.workload[0].batch), ("dlrm-rm1", 16));
     let m = common::measure_plan(&exp, common::plan(&exp, "h100"));
     let (sim, analytic) =
         (m.time as f64, m.analytic_time.expect("the simulation reports its estimate") as f64);

@@ -549,7 +549,8 @@ impl Csr {
         let mut kept = vec![true; self.sources.len()];
         let mut offsets = Vec::with_capacity(self.offsets.len());
         offsets.push(0u32);
-        let mut sources = Vec::with_capacity(self.sources.len().min(k * (self.offsets.len() - 1)));
+        let vertices = self.offsets.len().saturating_sub(1);
+        let mut sources = Vec::with_capacity(self.sources.len().min(k.saturating_mul(vertices)));
         let mut pick: Vec<u32> = Vec::new();
         for w in self.offsets.windows(2) {
             let (lo, hi) = (w[0] as usize, w[1] as usize);

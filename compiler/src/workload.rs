@@ -663,7 +663,8 @@ impl WorkloadSpec {
                 if w.batch == 0 {
                     w.batch = g.vertices() as u32;
                 }
-                // The mean in-degree (no more than the fanout of a sampled graph).
+                // The mean in-degree, capped at a sampled graph's fanout: an upper bound on a
+                // sampled bag's mean (the instance holds the real count).
                 w.bag_size = (g.edges() / g.vertices()).min(u64::from(g.fanout().unwrap_or(u32::MAX))) as u32;
             }
         }

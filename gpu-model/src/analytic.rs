@@ -22,11 +22,15 @@ pub struct GatherShape {
     /// The kernel's thread groups: each walks its bags' rows one load batch after another
     /// (FBGEMM's mapping gives a bag to a group; some kernels split long bags over several).
     pub groups: u64,
+    /// Rows the groups load in all (the kernel's rows: a knowledge-graph triple's head and
+    /// relation rows included).
+    pub group_rows: u64,
     /// Rows of the longest group's chain of loads.
     pub longest_group: u64,
     /// Groups per warp (32 lanes over the group's lanes).
     pub groups_per_warp: u64,
-    /// Rows a group has in flight at once (1 for FBGEMM's row loop).
+    /// Rows a group has in flight at once, at most one per lane (1 for FBGEMM's row loop, the
+    /// kernel's `row_unroll` otherwise; a preset without `[gpu_sim]` takes FBGEMM's 1).
     pub rows_in_flight: u64,
     /// Indices a group loads at once, one per lane, before walking their rows (FBGEMM: the
     /// group's lanes).
@@ -81,15 +85,22 @@ pub fn estimate(cfg: &GpuConfig, shape: &GatherShape) -> GpuEstimate {
     // not bandwidth-bound. Loaded latency and the instructions between loads are left out.
     let slots =
         f64::from(cfg.sms) * f64::from(cfg.warps_per_sm) * cfg.occupancy * shape.groups_per_warp as f64;
-    let concurrent = (shape.groups as f64).min(slots).max(1.0);
     let hit_share = if shape.lookups == 0 { 0.0 } else { l2_hits as f64 / shape.lookups as f64 };
     let row_latency =
-        (1.0 - hit_share) * cfg.dram_latency.ps() as f64 + hit_share * cfg.l2_latency.ps() as f64;
-    let rows_per_group = (shape.lookups as f64 / concurrent).max(shape.longest_group as f64);
-    // Between batches of rows the group waits for its next indices, streamed from DRAM.
-    let index_loads = (rows_per_group / shape.indices_per_load.max(1) as f64).ceil();
-    let chain = rows_per_group / shape.rows_in_flight.max(1) as f64 * row_latency
-        + index_loads * cfg.dram_latency.ps() as f64;
+        (1.0 - hit_share) * cfg.dram_latency.ps() as f64 + hit_share * cfg.l2_hit_latency().ps() as f64;
+    // A group of `rows` waits for its indices (one load per `indices_per_load` rows) and its
+    // rows, `rows_in_flight` at a time.
+    let (ipl, unroll) =
+        (shape.indices_per_load.max(1), shape.rows_in_flight.clamp(1, shape.indices_per_load.max(1)));
+    let group_chain = |rows: u64| {
+        rows.div_ceil(unroll) as f64 * row_latency + rows.div_ceil(ipl) as f64 * cfg.dram_latency.ps() as f64
+    };
+    // Each resident slot walks its share of the groups one after another; the longest group
+    // bounds the kernel from below whatever the slots.
+    let groups = shape.groups.max(1);
+    let mean_rows = shape.group_rows.div_ceil(groups);
+    let waves = (groups as f64 / slots.max(1.0)).ceil();
+    let chain = (waves * group_chain(mean_rows)).max(group_chain(shape.longest_group));
     let time = cfg.launch_overhead.ps().saturating_add(transfer.max(chain).ceil() as u64);
     let in_flight = cfg.sms as f64 * cfg.warps_per_sm as f64 * cfg.occupancy * row_traffic as f64;
     let little = (in_flight / achieved * PS_PER_SECOND as f64) as u64;
@@ -126,6 +137,7 @@ mod tests {
             bags,
             index_bytes: 8,
             groups: lookups.max(1),
+            group_rows: lookups,
             longest_group: 1,
             groups_per_warp: 32,
             rows_in_flight: 1 << 20,
@@ -176,6 +188,7 @@ mod tests {
     fn few_long_bags_are_bound_by_their_chains_of_loads() {
         let chained = GatherShape {
             groups: 1024,
+            group_rows: 81_920,
             longest_group: 80,
             groups_per_warp: 4,
             rows_in_flight: 1,
@@ -188,17 +201,38 @@ mod tests {
         // Four rows in flight: a quarter of the rows' part.
         let unrolled = estimate(&h100(), &GatherShape { rows_in_flight: 4, ..chained });
         assert_eq!(unrolled.time, 4_000_000 + 30 * 400_000);
+        // No more rows in flight than the group has lanes (one index each).
+        let wide_unroll = estimate(&h100(), &GatherShape { rows_in_flight: 1024, ..chained });
+        assert_eq!(wide_unroll.time, 4_000_000 + 20 * 400_000);
         // Rows found in L2 wait its latency instead (half of them: 40 x 400 + 40 x 200 ns).
         let hot = estimate(&h100(), &GatherShape { distinct_rows: 40_960, ..chained });
         assert_eq!(hot.l2_hits, 40_960);
         assert_eq!(hot.time, 4_000_000 + 50 * 400_000 + 40 * 200_000);
-        // More groups than the resident warps hold (a group a warp): each slot walks lookups /
-        // slots rows, more time than the rows' transfer takes.
-        let many = GatherShape { groups: 1 << 20, longest_group: 16, ..wide(1 << 24, 1 << 24, 128, 1 << 20) };
-        let many = GatherShape { groups_per_warp: 1, rows_in_flight: 1, ..many };
-        let slots = 132.0 * 64.0 * 0.71;
-        let rows = f64::from(1 << 24) / slots;
-        let want = 4e6 + rows * 400_000.0 + (rows / f64::from(1 << 20)).ceil() * 400_000.0;
+        // Short groups each wait for their own indices and a whole row latency: 3-row groups
+        // (a TT lookup's slices) at 4 rows in flight cost one row latency and one index load.
+        let short = GatherShape {
+            groups: 1000,
+            group_rows: 3000,
+            longest_group: 3,
+            groups_per_warp: 4,
+            rows_in_flight: 4,
+            indices_per_load: 8,
+            ..wide(3000, 3000, 128, 1000)
+        };
+        assert_eq!(estimate(&h100(), &short).time, 4_000_000 + 2 * 400_000);
+        // More groups than the resident warps hold (a group a warp): each slot walks its
+        // share of them, one after another, longer than the rows' transfer takes.
+        let many = GatherShape {
+            groups: 1 << 20,
+            group_rows: 1 << 24,
+            longest_group: 16,
+            groups_per_warp: 1,
+            rows_in_flight: 1,
+            indices_per_load: 32,
+            ..wide(1 << 24, 1 << 24, 128, 1 << 20)
+        };
+        let waves = (f64::from(1 << 20) / (132.0 * 64.0 * 0.71)).ceil();
+        let want = 4e6 + waves * (16.0 * 400_000.0 + 400_000.0);
         assert!((estimate(&h100(), &many).time as f64 - want).abs() < 2.0);
         // A bandwidth-bound gather keeps its transfer time.
         let e = estimate(&h100(), &wide(1_000_000, 1_000_000, 128, 0));

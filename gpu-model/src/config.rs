@@ -19,8 +19,10 @@ pub struct GpuConfig {
     pub hbm_bandwidth: Bandwidth,
     /// Unloaded DRAM access latency.
     pub dram_latency: TimeSpan,
-    /// Unloaded L2 hit latency (the mean over the near and far partitions).
-    pub l2_latency: TimeSpan,
+    /// Unloaded L2 hit latency, the mean over the near and far partitions (`None`: priced as
+    /// `dram_latency`, an upper bound).
+    #[serde(default)]
+    pub l2_latency: Option<TimeSpan>,
     /// L2 capacity.
     pub l2: ByteSize,
     /// DRAM access granule.
@@ -80,8 +82,10 @@ impl GpuConfig {
         if self.dram_latency.ps() == 0 {
             return range("dram_latency", self.dram_latency.to_string(), "must be above zero");
         }
-        if self.l2_latency.ps() == 0 {
-            return range("l2_latency", self.l2_latency.to_string(), "must be above zero");
+        if let Some(l) = self.l2_latency
+            && l.ps() == 0
+        {
+            return range("l2_latency", l.to_string(), "must be above zero");
         }
         if !(1..=1024).contains(&self.warps_per_sm) {
             return range("warps_per_sm", self.warps_per_sm.to_string(), "must be 1 to 1024");
@@ -97,6 +101,11 @@ impl GpuConfig {
             }
         }
         Ok(())
+    }
+
+    /// The unloaded L2 hit latency (`dram_latency` where the preset gives none).
+    pub fn l2_hit_latency(&self) -> TimeSpan {
+        self.l2_latency.unwrap_or(self.dram_latency)
     }
 
     /// Achievable fraction of peak for random rows of `row_bytes`.
@@ -287,7 +296,7 @@ pub(crate) mod tests {
             clock: Frequency::parse("1.98GHz").unwrap(),
             hbm_bandwidth: Bandwidth::parse("3.35TB/s").unwrap(),
             dram_latency: TimeSpan::parse("400ns").unwrap(),
-            l2_latency: TimeSpan::parse("200ns").unwrap(),
+            l2_latency: Some(TimeSpan::parse("200ns").unwrap()),
             l2: ByteSize::parse("50MB").unwrap(),
             sector: ByteSize::parse("32B").unwrap(),
             launch_overhead: TimeSpan::parse("4us").unwrap(),

@@ -182,7 +182,7 @@ impl GatherKernel {
 
     /// The rows of the kernel's longest bag (its thread group's chain of loads).
     pub fn longest_bag(&self) -> u64 {
-        self.bag_offsets.windows(2).map(|w| u64::from(w[1] - w[0])).max().unwrap_or(0)
+        self.bag_offsets.windows(2).map(|w| u64::from(w[1].saturating_sub(w[0]))).max().unwrap_or(0)
     }
 
     /// Bytes the kernel reads as rows (each row's whole bytes).

@@ -49,7 +49,7 @@ fn h100(sms: u32) -> GpuSim {
         clock: Frequency::parse("1.98GHz").unwrap(),
         hbm_bandwidth: Bandwidth::parse("3.35TB/s").unwrap(),
         dram_latency: TimeSpan::parse("335ns").unwrap(),
-        l2_latency: TimeSpan::parse("210ns").unwrap(),
+        l2_latency: Some(TimeSpan::parse("210ns").unwrap()),
         l2: ByteSize::parse("50MiB").unwrap(),
         sector: ByteSize::parse("32B").unwrap(),
         launch_overhead: TimeSpan::parse("4us").unwrap(),

@@ -87,6 +87,16 @@ fn hbm3_timings_are_the_reference_ones() {
     assert_eq!(s.organization().banks_per_pseudo_channel(), 32);
 }
 
+/// The H200's 24 GB HBM3E stacks are 8-high (Micron: "HBM3E 8-high 24GB ... will ship in the
+/// NVIDIA H200"): two stack ids of 24 Gb dies, 24,576 rows a bank.
+#[test]
+fn h200_stacks_are_eight_high() {
+    let s = spec("hbm3e-h200");
+    let o = s.organization();
+    assert_eq!((o.stacks, o.ranks, o.rows), (6, 2, 24_576));
+    assert_eq!(s.capacity_bytes() / u64::from(o.stacks), 24 << 30);
+}
+
 fn err(edit: impl FnOnce(&mut DramPreset)) -> String {
     let mut p = preset("hbm3-6400");
     edit(&mut p);
