@@ -422,12 +422,9 @@ fn dae_power(
         (false, _) => None,
     };
     let figures = p.caches.unwrap_or(crate::power::CachesPower { l1d: None, l2: None, llc: None });
-    for (key, has, given) in [
-        ("l1d", caches.l1d.is_some(), figures.l1d.is_some()),
-        ("l2", caches.l2.is_some(), figures.l2.is_some()),
-        ("llc", caches.llc.is_some(), figures.llc.is_some()),
-    ] {
-        if has && !given {
+    let has = [caches.l1d.is_some(), caches.l2.is_some(), caches.llc.is_some()];
+    for ((key, given), has) in figures.levels().into_iter().zip(has) {
+        if has && given.is_none() {
             return Err(need(&format!("caches.{key}"), &format!("the chip has a {key}")));
         }
     }
@@ -435,22 +432,12 @@ fn dae_power(
         (true, None) => return Err(need("noc", "the chip has an LLC behind a network")),
         (_, n) => n,
     };
-    let mut power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
+    let power = crate::power::DaePower { core, access_unit, caches: figures, noc, dram };
     power.validate().map_err(|e| doc.error_at(&at(&e.key), e.to_string()))?;
     // The figures are quoted for one window, one storage size and one size per cache: priced
     // here for this chip's.
-    power.core = power.core.for_window(window);
-    if let (Some(a), Some(bytes)) = (power.access_unit, storage) {
-        power.access_unit = Some(a.for_storage(bytes));
-    }
     let size = |c: &Option<mem_model::cache::CacheConfig>| c.as_ref().map_or(0, |c| c.size.bytes());
-    for (figures, bytes) in [
-        (&mut power.caches.l1d, size(&caches.l1d)),
-        (&mut power.caches.l2, size(&caches.l2)),
-        (&mut power.caches.llc, size(&caches.llc)),
-    ] {
-        *figures = figures.map(|f| f.for_size(bytes));
-    }
+    let power = power.for_chip(window, storage, [size(&caches.l1d), size(&caches.l2), size(&caches.llc)]);
     Ok(Some(power))
 }
 

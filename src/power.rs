@@ -93,18 +93,38 @@ pub struct Window {
     pub mshrs: u32,
 }
 
+impl Window {
+    /// The four sizes, each with its key.
+    pub fn sizes(&self) -> [(&'static str, u32); 4] {
+        [
+            ("rob_entries", self.rob_entries),
+            ("lq_entries", self.lq_entries),
+            ("sq_entries", self.sq_entries),
+            ("mshrs", self.mshrs),
+        ]
+    }
+}
+
+impl WindowPower {
+    /// The window the figures are quoted at.
+    pub fn quoted(&self) -> Window {
+        Window {
+            rob_entries: self.rob_entries,
+            lq_entries: self.lq_entries,
+            sq_entries: self.sq_entries,
+            mshrs: self.mshrs,
+        }
+    }
+}
+
 impl CorePower {
     /// The figures of a core with window `w`: `static_w` and `instruction_pj` with their window
     /// shares scaled by the mean size ratio of `w` to the quoted window (unchanged without
     /// `[power.core.window]`). The result has no window left to scale.
     pub fn for_window(&self, w: Window) -> CorePower {
         let Some(q) = self.window else { return *self };
-        let ratio = |n: u32, of: u32| f64::from(n) / f64::from(of.max(1));
-        let f = (ratio(w.rob_entries, q.rob_entries)
-            + ratio(w.lq_entries, q.lq_entries)
-            + ratio(w.sq_entries, q.sq_entries)
-            + ratio(w.mshrs, q.mshrs))
-            / 4.0;
+        let ratios = w.sizes().into_iter().zip(q.quoted().sizes());
+        let f = ratios.map(|((_, n), (_, of))| f64::from(n) / f64::from(of.max(1))).sum::<f64>() / 4.0;
         let scale = |x: f64, share: f64| x * (1.0 - share + share * f);
         CorePower {
             static_w: scale(self.static_w, q.static_share),
@@ -199,6 +219,13 @@ pub struct CachesPower {
     pub llc: Option<CachePower>,
 }
 
+impl CachesPower {
+    /// The levels, each with its key.
+    pub fn levels(&self) -> [(&'static str, Option<CachePower>); 3] {
+        [("l1d", self.l1d), ("l2", self.l2), ("llc", self.llc)]
+    }
+}
+
 /// `[power.noc]`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -285,7 +312,7 @@ impl DaePower {
                 v.push((format!("access_unit.{k}"), x));
             }
         }
-        for (level, c) in [("l1d", &self.caches.l1d), ("l2", &self.caches.l2), ("llc", &self.caches.llc)] {
+        for (level, c) in self.caches.levels() {
             if let Some(c) = c {
                 v.push((format!("caches.{level}.access_pj"), c.access_pj));
                 v.push((format!("caches.{level}.static_w"), c.static_w));
@@ -296,6 +323,27 @@ impl DaePower {
             v.push(("noc.control_pj".into(), n.control_message_pj()));
         }
         v
+    }
+
+    /// The figures priced for a chip whose cores have window `window`, whose access units (if
+    /// any) have `storage` bytes of stream storage and whose L1D, L2 and LLC bank hold
+    /// `cache_bytes` (0 for a level it lacks): the quoted figures scaled to those sizes.
+    pub fn for_chip(&self, window: Window, storage: Option<u64>, cache_bytes: [u64; 3]) -> DaePower {
+        let [l1d, l2, llc] = cache_bytes;
+        let size = |c: Option<CachePower>, bytes: u64| c.map(|c| c.for_size(bytes));
+        DaePower {
+            core: self.core.for_window(window),
+            access_unit: match (self.access_unit, storage) {
+                (Some(a), Some(bytes)) => Some(a.for_storage(bytes)),
+                (a, _) => a,
+            },
+            caches: CachesPower {
+                l1d: size(self.caches.l1d, l1d),
+                l2: size(self.caches.l2, l2),
+                llc: size(self.caches.llc, llc),
+            },
+            ..*self
+        }
     }
 
     /// Checks that every figure is finite and not negative, the window's shares at most 1 and
@@ -312,12 +360,7 @@ impl DaePower {
                     return bad(format!("core.window.{key}"), share, "must be a share (0 to 1)");
                 }
             }
-            for (key, n) in [
-                ("rob_entries", w.rob_entries),
-                ("lq_entries", w.lq_entries),
-                ("sq_entries", w.sq_entries),
-                ("mshrs", w.mshrs),
-            ] {
+            for (key, n) in w.quoted().sizes() {
                 if n == 0 {
                     return bad(format!("core.window.{key}"), 0.0, "must be at least 1");
                 }
@@ -326,7 +369,7 @@ impl DaePower {
         if self.access_unit.and_then(|a| a.storage).is_some_and(|st| st.bytes.bytes() == 0) {
             return bad("access_unit.storage.bytes".into(), 0.0, "must be at least 1B");
         }
-        for (level, c) in [("l1d", &self.caches.l1d), ("l2", &self.caches.l2), ("llc", &self.caches.llc)] {
+        for (level, c) in self.caches.levels() {
             if c.and_then(|c| c.size).is_some_and(|size| size.bytes() == 0) {
                 return bad(format!("caches.{level}.size"), 0.0, "must be at least 1B");
             }

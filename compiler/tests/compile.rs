@@ -250,9 +250,7 @@ fn nontemporal_marks_tables_without_reuse_and_the_access_unit_loads_them_so() {
     // A few rows for many lookups: nearly every lookup reuses a row.
     let hot = WorkloadSpec { rows: 4, ..spec() };
     for (s, marked) in [(cold, true), (hot, false)] {
-        let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(5));
-        let mut stages = compiler::Stages::default();
-        let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
+        let (c, stages) = compile_staged(&s, info);
         let au = c.jobs[0].au.as_ref().unwrap().to_string();
         assert_eq!(au.contains(" !nt"), marked, "{au}");
         let slc = core0_stage(&stages, "slc");
@@ -288,6 +286,14 @@ fn outer_rows_go_to_the_core_as_addresses_when_a_lane_cannot_hold_two_iterations
         assert!(text.contains("alu.mul s1, 800 in t0") && text.contains("alu.mul s2, 800 in t0"), "{text}");
         assert_eq!(access_unit::parse(&text).unwrap(), p);
     }
+}
+
+/// Compiles `s` (instance seed 5) for `info`, recording every stage.
+fn compile_staged(s: &WorkloadSpec, info: TargetInfo) -> (compiler::CompiledWorkload, compiler::Stages) {
+    let inst = EmbeddingBagInstance::generate(s, &SeedTree::new(5));
+    let mut stages = compiler::Stages::default();
+    let c = compiler::compile_with_stages(s, inst, info, Some(&mut stages)).unwrap();
+    (c, stages)
 }
 
 /// Core 0's text after stage `name` of a compile that recorded its stages.
@@ -387,9 +393,7 @@ fn hoist_sends_a_triples_rows_once_with_the_begin_event() {
     let o3 = Passes::level(3).unwrap();
     for (passes, hoisted) in [(o3, true), (o3.without(compiler::Pass::Hoist), false)] {
         let info = TargetInfo { cores: 2, passes, ..one_core(Target::Decoupled, 0) };
-        let inst = EmbeddingBagInstance::generate(&s, &SeedTree::new(5));
-        let mut stages = compiler::Stages::default();
-        let c = compiler::compile_with_stages(&s, inst, info, Some(&mut stages)).unwrap();
+        let (c, stages) = compile_staged(&s, info);
         let au = c.jobs[0].au.as_ref().unwrap().to_string();
         assert_eq!(au.contains("on t1 begin"), hoisted, "{au}");
         // A candidate's callback: `(h * r) * t`, with `h * r` loaded back when hoisted.
