@@ -425,6 +425,7 @@ fn default_noc() -> CrossbarConfig {
         hash: Default::default(),
         max_in_flight: 4096,
         bank_queue: 64,
+        port_bytes: None,
     }
 }
 

@@ -231,6 +231,11 @@ fn values_the_components_would_refuse_at_build_are_named_at_load() {
                 "at least 1",
             ),
             (
+                "noc = { topology = { kind = \"crossbar\", cycles = 8 }, port_bytes = \"0B\" }",
+                "noc.port_bytes",
+                "at least 1",
+            ),
+            (
                 "noc = { topology = { kind = \"crossbar\", cycles = 8 }, max_in_flight = 4000000000 }",
                 "noc.max_in_flight",
                 "above the supported maximum",

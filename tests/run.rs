@@ -276,6 +276,7 @@ fn every_shipped_experiment_config_loads() {
             "real-graphs",
             "sweep-cores",
             "sweep-mlp",
+            "sweep-noc",
             "sweep-queue-depth",
         ]
     );

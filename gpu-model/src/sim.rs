@@ -264,6 +264,8 @@ pub fn run(
         hash: mem_model::cache::BankHash::None,
         max_in_flight: s.l2.max_in_flight,
         bank_queue: s.l2.bank_queue,
+        // The slices' own lookups bound their bandwidth (fitted, docs/h100-measured.md).
+        port_bytes: None,
     };
     let links = CrossbarLinks { upstream: wiring.ports(xbar), downstream: &xbar_down };
     let line = ByteSize::from_bytes(s.l2.bank.line.bytes());

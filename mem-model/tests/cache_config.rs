@@ -167,6 +167,8 @@ fn crossbar_presets_parse_and_bad_ones_name_the_field() {
     assert_eq!(build(&bad_granule, &mut stats).unwrap(), "crossbar granule (48B) must be a power of two");
     let zero = CrossbarConfig { bank_queue: 0, ..x.clone() };
     assert_eq!(build(&zero, &mut stats).unwrap(), "crossbar bank_queue must be at least 1");
+    let zero_width = CrossbarConfig { port_bytes: Some(ByteSize::from_bytes(0)), ..x.clone() };
+    assert_eq!(build(&zero_width, &mut stats).unwrap(), "crossbar port_bytes must be at least 1");
     // downstream_nodes lists two nodes but there is one downstream port.
     assert_eq!(
         build(&x, &mut stats).unwrap(),

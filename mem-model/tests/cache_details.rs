@@ -344,6 +344,7 @@ fn xbar_cfg(cycles: u64, bank_queue: u32) -> CrossbarConfig {
         hash: BankHash::None,
         max_in_flight: 64,
         bank_queue,
+        port_bytes: None,
     }
 }
 

@@ -204,7 +204,12 @@ struct Shared {
     mem: ComponentId,
 }
 
-fn shared_llc(k: &Knobs, scripts: Vec<Vec<(Tick, MemRequest)>>, topology: Topology) -> Shared {
+fn shared_llc(
+    k: &Knobs,
+    scripts: Vec<Vec<(Tick, MemRequest)>>,
+    topology: Topology,
+    port_bytes: Option<u64>,
+) -> Shared {
     let mut e: Engine<Node> = Engine::new();
     let n = scripts.len();
     let drivers: Vec<ComponentId> = (0..n).map(|_| e.reserve()).collect();
@@ -256,8 +261,14 @@ fn shared_llc(k: &Knobs, scripts: Vec<Vec<(Tick, MemRequest)>>, topology: Topolo
         e.connect(x2, mem, spec("mem.req", k.cap)).unwrap(),
         e.connect(mem, x2, spec("mem.resp", k.cap)).unwrap(),
     );
-    let xcfg =
-        CrossbarConfig { topology, granule: None, hash: BankHash::Xor, max_in_flight: 8, bank_queue: 2 };
+    let xcfg = CrossbarConfig {
+        topology,
+        granule: None,
+        hash: BankHash::Xor,
+        max_in_flight: 8,
+        bank_queue: 2,
+        port_bytes: port_bytes.map(ByteSize::from_bytes),
+    };
     let line = ByteSize::from_bytes(64);
     let links = CrossbarLinks { upstream: &x1_ups, downstream: &x1_downs };
     let x = Crossbar::new("x1", &xcfg, clock(), links, line, e.stats_mut()).unwrap();
@@ -285,6 +296,7 @@ proptest! {
         seed in any::<u64>(),
         k in knobs(),
         mesh in any::<bool>(),
+        port_bytes in prop_oneof![Just(None), (1u64..=128).prop_map(Some)],
     ) {
         let scripts: Vec<_> = (0..3).map(|p| traffic(seed ^ (p as u64) << 40, 250, 4 << 10)).collect();
         let topology = if mesh {
@@ -292,7 +304,7 @@ proptest! {
         } else {
             Topology::Crossbar { cycles: 3 }
         };
-        let mut s = shared_llc(&k, scripts.clone(), topology);
+        let mut s = shared_llc(&k, scripts.clone(), topology, port_bytes);
         s.e.run(None).unwrap_or_else(|err| panic!("{err}"));
         all_answered_once(&s.e, &s.drivers, &scripts);
         // Functional shadow of dirty data: each written line is still dirty in the writer's L1
@@ -330,12 +342,15 @@ fn runs_repeat_bit_for_bit() {
         non_temporal: "bypass",
         cap: 1,
     };
-    let run = || {
+    // Unpaced and with 24 B ports (a line in three cycles).
+    let run = |port_bytes: Option<u64>| {
         let scripts: Vec<_> = (0..3).map(|p| traffic(99 + p, 400, 4 << 10)).collect();
-        let mut s = shared_llc(&k, scripts, Topology::Crossbar { cycles: 2 });
+        let mut s = shared_llc(&k, scripts, Topology::Crossbar { cycles: 2 }, port_bytes);
         let summary = s.e.run(None).unwrap();
         let answers: Vec<Vec<Answer>> = s.drivers.iter().map(|&d| s.e.driver(d).answers.clone()).collect();
         (summary.end_tick, summary.events, answers, s.e.stats().to_json())
     };
-    assert_eq!(run(), run());
+    for port_bytes in [None, Some(24)] {
+        assert_eq!(run(port_bytes), run(port_bytes));
+    }
 }

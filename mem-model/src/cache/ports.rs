@@ -114,6 +114,13 @@ impl PortSet {
         self.len == 0
     }
 
+    /// Whether `i` is a member.
+    #[inline]
+    pub fn contains(&self, i: usize) -> bool {
+        let b = 1u64 << (i % 64);
+        if i < 64 { self.low & b != 0 } else { self.high.get(i / 64 - 1).is_some_and(|w| w & b != 0) }
+    }
+
     /// Adds `i`.
     #[inline]
     pub fn insert(&mut self, i: usize) {

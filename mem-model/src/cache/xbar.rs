@@ -15,8 +15,19 @@
 //! its link, and the crossbar holds at most `max_in_flight` transactions; a request that finds
 //! either full waits in its port's one-entry holding register and the port takes nothing more,
 //! so its link fills and the requester is refused. Responses are always taken (their
-//! transaction's slot already holds them). The model is of latency and buffering; bandwidth is
-//! that of the attached links and components.
+//! transaction's slot already holds them).
+//!
+//! Bandwidth: without `port_bytes` the model is of latency and buffering, and bandwidth is that
+//! of the attached links and components. With it, each port is a link of `port_bytes` a cycle
+//! in each direction: a message occupies its channel for whole cycles, a line ceil(line /
+//! `port_bytes`) of them and a request or acknowledgement without data one (a flit), and the
+//! next message on that channel starts once the last one's cycles are over. A message enters
+//! through its source port's inbound channel (an upstream port's requests, a downstream port's
+//! responses) and leaves through its destination port's outbound channel, so many requesters
+//! sharing one bank, or many banks answering one requester, queue at the shared port; the
+//! first flit moves on at once (cut-through), so serialization adds no latency to a message on
+//! an idle channel. A message held back by a busy inbound channel stays on its link, which
+//! fills and refuses its sender, as a full bank queue does.
 //!
 //! The same component serves between private caches and the banks of a shared cache, and
 //! between those banks and memory channels.
@@ -33,7 +44,9 @@
 //! engine merges its arrivals). A wake-up visits only the ports with
 //! something to do, kept in sets: requests arrived (found from the link that woke it), requests
 //! held that may fit now (woken by their bank sending or by a transaction ending), responses
-//! arrived, messages to send. Messages crossing wait in one FIFO per distinct latency.
+//! arrived, messages to send. Messages crossing wait in one FIFO per distinct latency. With
+//! `port_bytes`, each port's channels keep the cycle at which they are next free, and a port
+//! held back by one waits in a set that a timer at the earliest such cycle hands back.
 
 use super::cycles::CycleTracker;
 use super::flight::Flight;
@@ -66,6 +79,7 @@ pub const MAX_IN_FLIGHT: u32 = 1 << 20;
 /// hash = "xor"           # optional: none | xor (default none)
 /// max_in_flight = 1024   # optional
 /// bank_queue = 16        # optional
+/// port_bytes = "64B"     # optional: each port's bytes a cycle in each direction (no limit)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -84,6 +98,9 @@ pub struct CrossbarConfig {
     /// Requests travelling to or waiting for one downstream port, at most.
     #[serde(default = "default_bank_queue")]
     pub bank_queue: u32,
+    /// Bytes each port moves a cycle in each direction (see the module docs); `None`: no limit.
+    #[serde(default)]
+    pub port_bytes: Option<ByteSize>,
 }
 
 impl CrossbarError {
@@ -113,6 +130,7 @@ impl CrossbarConfig {
             ("granule", granule.bytes()),
             ("max_in_flight", u64::from(self.max_in_flight)),
             ("bank_queue", u64::from(self.bank_queue)),
+            ("port_bytes", self.port_bytes.map_or(1, |b| b.bytes())),
         ] {
             if v == 0 {
                 return Err(CrossbarError::Zero { field });
@@ -243,10 +261,26 @@ impl Slot {
     }
 }
 
+/// Kinds of paced ports (indices of `Crossbar::paced`).
+const UP_IN: usize = 0;
+const UP_OUT: usize = 1;
+const DOWN_IN: usize = 2;
+const DOWN_OUT: usize = 3;
+
+/// A port's two channels under `port_bytes`: the cycles at which each is next free.
+#[derive(Debug, Clone, Copy, Default)]
+struct Channels {
+    /// Towards the crossbar (an upstream port's requests, a downstream port's responses).
+    inbound: u64,
+    /// Away from it.
+    outbound: u64,
+}
+
 /// An upstream port.
 struct UpPort {
     inp: LinkId,
     out: LinkId,
+    channels: Channels,
     /// A request taken off the link that could not be routed yet.
     hold: Option<MemRequest>,
     /// Transactions whose responses are due here, in due order.
@@ -259,6 +293,7 @@ struct UpPort {
 struct DownPort {
     out: LinkId,
     inp: LinkId,
+    channels: Channels,
     /// Transactions whose requests are due here, in due order.
     staged: VecDeque<u32>,
     /// Requests travelling here or staged.
@@ -279,6 +314,8 @@ struct XbarStats {
     bank_full_stalls: CounterId,
     in_flight_full_stalls: CounterId,
     stray_responses: CounterId,
+    /// Messages that found their port's channel busy (`port_bytes`).
+    port_busy_waits: CounterId,
 }
 
 /// An address-interleaved crossbar or mesh (see the module docs for its contract).
@@ -317,6 +354,12 @@ pub struct Crossbar<M> {
     down_dirty: PortSet,
     /// Upstream ports with staged responses and a link that has not refused.
     up_dirty: PortSet,
+    /// `port_bytes`, if the ports are paced.
+    port_bytes: Option<u64>,
+    /// Ports held back by a busy channel, per kind: upstream inbound and outbound, downstream
+    /// inbound and outbound; and the earliest edge at which one of those channels frees.
+    paced: [PortSet; 4],
+    pace_at: Tick,
     armed: Tick,
     stats: XbarStats,
     _msg: PhantomData<fn() -> M>,
@@ -350,12 +393,14 @@ impl<M> Crossbar<M> {
             bank_full_stalls: stats.counter_in(name, "bank_full_stalls")?,
             in_flight_full_stalls: stats.counter_in(name, "in_flight_full_stalls")?,
             stray_responses: stats.counter_in(name, "stray_responses")?,
+            port_busy_waits: stats.counter_in(name, "port_busy_waits")?,
         };
         let mut down = Vec::with_capacity(n_down);
         for (b, &(out, inp)) in links.downstream.iter().enumerate() {
             down.push(DownPort {
                 out,
                 inp,
+                channels: Channels::default(),
                 staged: VecDeque::with_capacity(cfg.bank_queue.min(4096) as usize),
                 queued: 0,
                 blocked: false,
@@ -386,6 +431,7 @@ impl<M> Crossbar<M> {
                 .map(|&(inp, out)| UpPort {
                     inp,
                     out,
+                    channels: Channels::default(),
                     hold: None,
                     staged: VecDeque::with_capacity(slots.min(1024)),
                     blocked: false,
@@ -416,6 +462,9 @@ impl<M> Crossbar<M> {
             resp_ready: PortSet::new(n_down),
             down_dirty: PortSet::new(n_down),
             up_dirty: PortSet::new(n_up),
+            port_bytes: cfg.port_bytes.map(|b| b.bytes()),
+            paced: [PortSet::new(n_up), PortSet::new(n_up), PortSet::new(n_down), PortSet::new(n_down)],
+            pace_at: Tick::MAX,
             armed: Tick::MAX,
             stats: xstats,
             _msg: PhantomData,
@@ -485,6 +534,74 @@ impl<M> Crossbar<M> {
         let due = self.due(now, self.latency[pair]);
         self.flight.push(pair, due, slot, to_bank);
     }
+
+    /// The channel of port `port` of `kind` (`UP_IN` ...).
+    #[inline]
+    fn channel(&mut self, kind: usize, port: usize) -> &mut u64 {
+        match kind {
+            UP_IN => &mut self.up[port].channels.inbound,
+            UP_OUT => &mut self.up[port].channels.outbound,
+            DOWN_IN => &mut self.down[port].channels.inbound,
+            _ => &mut self.down[port].channels.outbound,
+        }
+    }
+
+    /// Whether port `port`'s channel of `kind` can start a message now (always, without
+    /// `port_bytes`). When it cannot, the port waits in `paced` for the channel's free cycle;
+    /// the first time it does, `waits` counts it.
+    #[inline]
+    fn channel_free(&mut self, kind: usize, port: usize, now: Tick, waits: &mut u64) -> bool {
+        if self.port_bytes.is_none() {
+            return true;
+        }
+        let cycle = self.cycles.cycle_of(now);
+        let free = *self.channel(kind, port);
+        if free <= cycle {
+            return true;
+        }
+        if !self.paced[kind].contains(port) {
+            self.paced[kind].insert(port);
+            *waits += 1;
+        }
+        let at = self.cycles.edge(free);
+        self.pace_at = self.pace_at.min(at);
+        false
+    }
+
+    /// Occupies port `port`'s channel of `kind` with a message of `data` bytes of payload,
+    /// starting now: whole cycles of `port_bytes`, one for a message without data.
+    #[inline]
+    fn occupy(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
+        if let Some(width) = self.port_bytes {
+            let cycle = self.cycles.cycle_of(now);
+            let flits = data.div_ceil(width).max(1);
+            let channel = self.channel(kind, port);
+            *channel = (*channel).max(cycle) + flits;
+        }
+    }
+
+    /// Hands the ports held back by busy channels back to their work once the earliest of those
+    /// channels is free (those still busy are held back again).
+    fn release_paced(&mut self, now: Tick) {
+        if self.pace_at > now {
+            return;
+        }
+        self.pace_at = Tick::MAX;
+        for kind in [UP_IN, UP_OUT, DOWN_IN, DOWN_OUT] {
+            while let Some(p) = self.paced[kind].next_from(0) {
+                self.paced[kind].remove(p);
+                match kind {
+                    UP_IN => self.up_ready.insert(p),
+                    UP_OUT if !self.up[p].blocked && !self.up[p].staged.is_empty() => self.up_dirty.insert(p),
+                    DOWN_IN => self.resp_ready.insert(p),
+                    DOWN_OUT if !self.down[p].blocked && !self.down[p].staged.is_empty() => {
+                        self.down_dirty.insert(p)
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 impl<M> Crossbar<M>
@@ -496,6 +613,7 @@ where
     fn route(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
         // The arbiter's priority rotates by one port per cycle, whatever wakes the crossbar.
         let start = (self.cycles.cycle_of(now) % self.up.len() as u64) as usize;
+        self.release_paced(now);
         self.take_responses(now, ctx);
         self.land(now);
         self.flush(ctx);
@@ -529,9 +647,8 @@ where
 
     /// Sets a timer for the next message to cross.
     fn arm(&mut self, ctx: &mut Ctx<'_, M>) {
-        if let Some(due) = self.flight.next_due()
-            && due < self.armed
-        {
+        let due = self.flight.next_due().unwrap_or(Tick::MAX).min(self.pace_at);
+        if due < self.armed {
             ctx.schedule_at(due, Priority::DEFAULT, 0);
             self.armed = due;
         }
@@ -539,10 +656,13 @@ where
 
     /// Takes every response that arrived from the banks and starts it back towards its port.
     fn take_responses(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
+        let mut waits = 0;
         while let Some(b) = self.resp_ready.next_from(0) {
             self.resp_ready.remove(b);
-            while let Some(msg) = ctx.recv(self.down[b].inp) {
+            while ctx.peek(self.down[b].inp).is_some() && self.channel_free(DOWN_IN, b, now, &mut waits) {
+                let Some(msg) = ctx.recv(self.down[b].inp) else { break };
                 let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
+                self.occupy(DOWN_IN, b, now, if resp.write { 0 } else { u64::from(resp.bytes) });
                 let i = (resp.id & 0xffff_ffff) as usize;
                 let ok = self.slots.get(i).is_some_and(|s| {
                     s.active && !s.returning && s.generation == (resp.id >> 32) as u32 && s.bank as usize == b
@@ -559,6 +679,9 @@ where
                 let up = s.up as usize;
                 self.travel(now, up, b, i as u32, false);
             }
+        }
+        if waits > 0 {
+            ctx.stats().add(self.stats.port_busy_waits, waits);
         }
     }
 
@@ -607,20 +730,28 @@ where
     /// The body of [`Crossbar::flush`].
     #[inline(never)]
     fn send_staged(&mut self, ctx: &mut Ctx<'_, M>) {
+        let now = ctx.now();
+        let mut waits = 0;
         let mut from = 0;
         while let Some(b) = self.down_dirty.next_from(from) {
             from = b + 1;
             self.down_dirty.remove(b);
-            let d = &mut self.down[b];
-            let queued = d.queued;
-            while let Some(&slot) = d.staged.front() {
-                if ctx.send(d.out, M::wrap(self.slots[slot as usize].msg)).is_err() {
+            let queued = self.down[b].queued;
+            while let Some(&slot) = self.down[b].staged.front() {
+                if !self.channel_free(DOWN_OUT, b, now, &mut waits) {
+                    break;
+                }
+                let msg = self.slots[slot as usize].msg;
+                let d = &mut self.down[b];
+                if ctx.send(d.out, M::wrap(msg)).is_err() {
                     d.blocked = true;
                     break;
                 }
                 d.staged.pop_front();
                 d.queued -= 1;
+                self.occupy(DOWN_OUT, b, now, if msg.write { u64::from(msg.bytes) } else { 0 });
             }
+            let d = &self.down[b];
             if d.queued < queued && !d.held.is_empty() {
                 // Room in this bank's queue: the ports held for it try again.
                 self.up_ready.union_with(&d.held);
@@ -631,8 +762,11 @@ where
         while let Some(u) = self.up_dirty.next_from(from) {
             from = u + 1;
             self.up_dirty.remove(u);
-            let p = &mut self.up[u];
-            while let Some(&slot) = p.staged.front() {
+            while let Some(&slot) = self.up[u].staged.front() {
+                if !self.channel_free(UP_OUT, u, now, &mut waits) {
+                    break;
+                }
+                let p = &mut self.up[u];
                 let s = &mut self.slots[slot as usize];
                 if ctx.send(p.out, M::wrap(s.response())).is_err() {
                     p.blocked = true;
@@ -640,13 +774,18 @@ where
                 }
                 p.staged.pop_front();
                 s.active = false;
+                let (write, bytes) = (s.msg.write, u64::from(s.msg.bytes));
                 self.free.push(slot);
                 ctx.stats().inc(self.stats.responses);
-                if s.msg.write {
+                if write {
                     ctx.stats().inc(self.stats.write_responses);
                 }
                 ctx.progress();
+                self.occupy(UP_OUT, u, now, if write { 0 } else { bytes });
             }
+        }
+        if waits > 0 {
+            ctx.stats().add(self.stats.port_busy_waits, waits);
         }
         if out_of_slots && !self.free.is_empty() && !self.held.is_empty() {
             // Transactions free again: every held port tries again.
@@ -672,17 +811,31 @@ where
         loop {
             let (req, was_held) = match self.up[u].hold.take() {
                 Some(r) => (r, true),
-                None => match ctx.recv(self.up[u].inp) {
-                    None => {
-                        self.up_ready.remove(u);
-                        return;
+                None => {
+                    if self.port_bytes.is_some() && ctx.peek(self.up[u].inp).is_some() {
+                        let mut waits = 0;
+                        if !self.channel_free(UP_IN, u, now, &mut waits) {
+                            // It stays on its link until the channel is free.
+                            ctx.stats().add(self.stats.port_busy_waits, waits);
+                            self.up_ready.remove(u);
+                            return;
+                        }
                     }
-                    // Anything but a request is a wiring error with nothing to answer.
-                    Some(msg) => match Carries::<MemRequest>::unwrap_as(msg) {
-                        Ok(r) => (r, false),
-                        Err(_) => continue,
-                    },
-                },
+                    match ctx.recv(self.up[u].inp) {
+                        None => {
+                            self.up_ready.remove(u);
+                            return;
+                        }
+                        // Anything but a request is a wiring error with nothing to answer.
+                        Some(msg) => match Carries::<MemRequest>::unwrap_as(msg) {
+                            Ok(r) => {
+                                self.occupy(UP_IN, u, now, if r.write { u64::from(r.bytes) } else { 0 });
+                                (r, false)
+                            }
+                            Err(_) => continue,
+                        },
+                    }
+                }
             };
             let bank = self.bank_of(req.addr);
             let full = if self.down[bank].queued >= self.bank_queue {
