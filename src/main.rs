@@ -345,6 +345,14 @@ fn run(args: &RunArgs) -> Result<bool> {
     for w in &exp.warnings {
         dae_sim::note!("warning: {w}");
     }
+    if exp.file.sweep.is_some() && !args.quiet {
+        // A sweep config is an experiment too: its own values are the base point.
+        dae_sim::note!(
+            "note: {} has a [sweep] section; this runs its base point only (`dae-sim sweep --config {}` runs every point)",
+            config.display(),
+            config.display()
+        );
+    }
     let dump = args.dump_outputs.clone().map(|dir| DumpOptions { dir, inputs: args.dump_inputs });
     if let Some(d) = &dump {
         dump::check(&exp, d).context("--dump-outputs")?;

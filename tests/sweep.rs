@@ -62,6 +62,22 @@ fn point_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+fn running_a_sweep_config_as_an_experiment_runs_its_base_point_and_says_so() {
+    let dir = temp_dir("sweep-as-experiment");
+    let cfg = sweep_config(&dir, AXES);
+    let out = dir.join("out");
+    let o = dae_sim(&["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("has a [sweep] section; this runs its base point only"), "{err}");
+    // One pair: the base point (2 cores), not the sweep's six.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"].as_array().map(|r| r.len()), Some(1));
+    assert!(!out.join("sweep-results.json").exists());
+}
+
+#[test]
 fn list_prints_every_point_in_product_order() {
     let dir = temp_dir("sweep-list");
     let cfg = sweep_config(&dir, AXES);
