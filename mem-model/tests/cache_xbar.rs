@@ -209,3 +209,38 @@ fn written_data_occupies_its_ports_for_its_flits() {
     let at = answer_ticks(&f);
     assert!(at.windows(2).all(|w| w[1] - w[0] == 4 * NS), "{at:?}");
 }
+
+#[test]
+fn a_mesh_link_shared_by_two_flows_carries_one_width_a_cycle() {
+    // A 4 x 1 row: requester A at node 0 reads bank 0 at node 3, requester B at node 1 reads
+    // bank 1 at node 2. Every answer crosses the link from node 2 to node 1: with 32 B ports
+    // and links it carries a line per two cycles, so the 32 lines are at least 62 cycles apart
+    // from the first answer to the last (64 here: B's first answers come back alone, its bank
+    // being nearer). The same ports on a crossbar (no links) deliver both flows at once.
+    let mesh = Topology::Mesh {
+        cols: 4,
+        rows: 1,
+        cycles_per_hop: 1,
+        base_cycles: 0,
+        upstream_nodes: Some(vec![0, 1]),
+        downstream_nodes: Some(vec![3, 2]),
+    };
+    let flow =
+        |parity: u64| script(&(0..16u64).map(|i| (0, rd((2 * i + parity) * 64, 64))).collect::<Vec<_>>());
+    let width = Some(ByteSize::from_bytes(32));
+    let run = |topology: Topology| {
+        let cfg = CrossbarConfig { topology, port_bytes: width, ..crossbar(0) };
+        answer_ticks(&Fabric::new(&cfg, vec![flow(0), flow(1)], 2, 10).run())
+    };
+    let at = run(mesh.clone());
+    assert_eq!(at.len(), 32);
+    assert!((62 * NS..=64 * NS).contains(&(at[31] - at[0])), "{at:?}");
+    // In steady state the answers come two per four cycles (one of each flow).
+    assert!(at[2..].windows(3).all(|w| w[2] - w[0] == 4 * NS), "{at:?}");
+    let at = run(Topology::Crossbar { cycles: 2 });
+    assert!(at[31] - at[0] < 40 * NS, "{at:?}");
+    // Without a port width the mesh is a latency model: both flows at once.
+    let cfg = CrossbarConfig { topology: mesh, ..crossbar(0) };
+    let at = answer_ticks(&Fabric::new(&cfg, vec![flow(0), flow(1)], 2, 10).run());
+    assert!(at[31] - at[0] < 40 * NS, "{at:?}");
+}

@@ -5,7 +5,9 @@
 //! moves forward), so each latency keeps a plain FIFO; with several latencies (a mesh) a small
 //! heap holds the head of each non-empty FIFO. Pushing and popping cost O(1) for a crossbar and
 //! O(log latencies) for a mesh, whatever the number of messages travelling, and allocate
-//! nothing once the queues have grown to the traffic.
+//! nothing once the queues have grown to the traffic. A mesh whose links are shared (a port
+//! width) delays messages by the traffic they meet, so their due ticks follow no order: they
+//! wait in one heap of (due, send order) instead ([`Flight::any_order`]), O(log messages).
 
 use sim_core::Tick;
 use std::cmp::Reverse;
@@ -20,9 +22,16 @@ struct Entry {
     to_bank: bool,
 }
 
+/// A message travelling in any order: (due, send order, slot, towards the bank), earliest
+/// first.
+type Unordered = BinaryHeap<Reverse<(Tick, u64, u32, bool)>>;
+
 /// The messages travelling through an interconnect.
 #[derive(Debug)]
 pub struct Flight {
+    /// With contended links, messages of one pair no longer arrive in send order: then every
+    /// message waits in this one heap of (due, order, slot, towards the bank) instead.
+    any: Option<Unordered>,
     /// Latency class of each port pair, `[up * banks + bank]`.
     class_of: Vec<u32>,
     /// Messages of each latency class, in due order.
@@ -43,6 +52,7 @@ impl Flight {
         let class_of = latency.iter().map(|l| distinct.partition_point(|d| d < l) as u32).collect();
         let per = if distinct.len() == 1 { capacity } else { capacity.min(1024) };
         Self {
+            any: None,
             class_of,
             classes: distinct.iter().map(|_| VecDeque::with_capacity(per)).collect(),
             heads: BinaryHeap::with_capacity(distinct.len()),
@@ -50,11 +60,26 @@ impl Flight {
         }
     }
 
+    /// The same for messages whose due ticks follow no order (contended links): one heap.
+    pub fn any_order(capacity: usize) -> Self {
+        Self {
+            any: Some(BinaryHeap::with_capacity(capacity.min(1 << 16))),
+            class_of: Vec::new(),
+            classes: Vec::new(),
+            heads: BinaryHeap::new(),
+            order: 0,
+        }
+    }
+
     /// Sends `slot` between the ports of pair `pair`, due at `due` (not before the previous
-    /// message of the same latency).
+    /// message of the same latency, unless built by [`Flight::any_order`]).
     #[inline]
     pub fn push(&mut self, pair: usize, due: Tick, slot: u32, to_bank: bool) {
         self.order += 1;
+        if let Some(any) = &mut self.any {
+            any.push(Reverse((due, self.order, slot, to_bank)));
+            return;
+        }
         let c = self.class_of[pair];
         let q = &mut self.classes[c as usize];
         debug_assert!(q.back().is_none_or(|e| e.due <= due), "messages of one latency arrive in order");
@@ -68,6 +93,9 @@ impl Flight {
     /// When the next message arrives, if one travels.
     #[inline]
     pub fn next_due(&self) -> Option<Tick> {
+        if let Some(any) = &self.any {
+            return any.peek().map(|Reverse((due, ..))| *due);
+        }
         if self.classes.len() == 1 {
             self.classes[0].front().map(|e| e.due)
         } else {
@@ -79,6 +107,15 @@ impl Flight {
     /// bank.
     #[inline]
     pub fn pop_arrived(&mut self, now: Tick) -> Option<(u32, bool)> {
+        if let Some(any) = &mut self.any {
+            return match any.peek() {
+                Some(&Reverse((due, _, slot, to_bank))) if due <= now => {
+                    any.pop();
+                    Some((slot, to_bank))
+                }
+                _ => None,
+            };
+        }
         let c = if self.classes.len() == 1 {
             0
         } else {
@@ -106,6 +143,21 @@ impl Flight {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn any_order_releases_by_due_then_send_order() {
+        let mut f = Flight::any_order(8);
+        for (slot, due) in [(0, 30), (1, 10), (2, 30), (3, 20)] {
+            f.push(0, due, slot, slot % 2 == 0);
+        }
+        assert_eq!(f.next_due(), Some(10));
+        assert_eq!(f.pop_arrived(25), Some((1, false)));
+        assert_eq!(f.pop_arrived(25), Some((3, false)));
+        assert_eq!(f.pop_arrived(25), None);
+        assert_eq!(f.pop_arrived(30), Some((0, true)));
+        assert_eq!(f.pop_arrived(30), Some((2, true)));
+        assert_eq!(f.next_due(), None);
+    }
 
     proptest! {
         /// Pops in the order a heap of (due, order) would, for any mix of latencies.

@@ -4,7 +4,8 @@
 //! merge misses to the same line, a replacement policy chosen by name, a hit latency and a tag
 //! lookup bandwidth, as an engine component with any number of upstream ports and one
 //! downstream port. A [`Crossbar`] routes requests from N upstream ports to B downstream ports
-//! by address interleaving, with a crossbar or mesh latency. Hierarchies are built by
+//! by address interleaving, with a crossbar or mesh latency and, optionally, a width per port
+//! and mesh link. Hierarchies are built by
 //! composition: a private L1 and L2 are two caches in a row; a shared, banked last-level cache
 //! is a crossbar in front of B caches (one per bank); memory channels sit behind another
 //! crossbar.
@@ -21,12 +22,14 @@
 //! | `component.rs` | the [`Cache`] component |
 //! | `topology.rs` | [`Topology`]: crossbar and mesh latency |
 //! | `flight.rs` | messages crossing an interconnect, in arrival order |
+//! | `mesh_links.rs` | a mesh's XY routes and each link's busy cycles, under a port width |
 //! | `xbar.rs` | the [`Crossbar`] component |
 
 mod component;
 mod config;
 mod cycles;
 mod flight;
+mod mesh_links;
 mod mshr;
 pub(crate) mod ports;
 mod replacement;

@@ -2,12 +2,14 @@
 //!
 //! A crossbar costs the same fixed number of cycles between any pair of ports. A 2D mesh costs
 //! `base_cycles + hops * cycles_per_hop`, where hops is the Manhattan distance between the two
-//! ports' nodes (dimension-order XY routing, no contention). Mesh nodes are numbered row-major:
+//! ports' nodes (dimension-order XY routing; with a port width, its links are shared, see
+//! [`super::mesh_links`]). Mesh nodes are numbered row-major:
 //! node `i` sits at column `i % cols`, row `i / cols`. Unless the configuration places them
 //! explicitly, the `n` upstream ports are spread evenly over the nodes (port `u` at node
 //! `u * nodes / n`) and so are the downstream ports; with as many ports of each side as nodes,
 //! port `i` of each side sits at node `i` (a tiled chip: each tile a core and an LLC bank).
 
+use super::mesh_links::MeshLinks;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -164,6 +166,26 @@ impl Topology {
                     }
                 }
                 Ok(table)
+            }
+        }
+    }
+}
+
+impl Topology {
+    /// A mesh's directed links and its ports' nodes, for a crossbar with a port width
+    /// ([`super::mesh_links`]); `None` for a crossbar topology, which has no links.
+    pub(crate) fn mesh_links(
+        &self,
+        upstream: usize,
+        downstream: usize,
+    ) -> Result<Option<MeshLinks>, TopologyError> {
+        match self {
+            Topology::Crossbar { .. } => Ok(None),
+            Topology::Mesh { cols, rows, cycles_per_hop, base_cycles, upstream_nodes, downstream_nodes } => {
+                let nodes = mesh_nodes(*cols, *rows)?;
+                let ups = place("upstream_nodes", upstream_nodes.as_deref(), upstream, nodes)?;
+                let downs = place("downstream_nodes", downstream_nodes.as_deref(), downstream, nodes)?;
+                Ok(Some(MeshLinks::new(*cols, *rows, *base_cycles, *cycles_per_hop, ups, downs)))
             }
         }
     }

@@ -27,7 +27,9 @@
 //! sharing one bank, or many banks answering one requester, queue at the shared port; the
 //! first flit moves on at once (cut-through), so serialization adds no latency to a message on
 //! an idle channel. A message held back by a busy inbound channel stays on its link, which
-//! fills and refuses its sender, as a full bank queue does.
+//! fills and refuses its sender, as a full bank queue does. On a mesh the links between
+//! neighbouring nodes have the same width and are shared by every route through them
+//! ([`super::mesh_links`]), so a mesh's bisection bounds what crosses it.
 //!
 //! The same component serves between private caches and the banks of a shared cache, and
 //! between those banks and memory channels.
@@ -50,6 +52,7 @@
 
 use super::cycles::CycleTracker;
 use super::flight::Flight;
+use super::mesh_links::MeshLinks;
 use super::ports::{LinkRoles, PortSet, RoundRobin, SETTLE, Settle};
 use super::topology::{Topology, TopologyError};
 use crate::dram::AddressMapping;
@@ -356,6 +359,8 @@ pub struct Crossbar<M> {
     up_dirty: PortSet,
     /// `port_bytes`, if the ports are paced.
     port_bytes: Option<u64>,
+    /// A mesh's links, shared under `port_bytes` (`None`: a crossbar, or no port width).
+    mesh: Option<MeshLinks>,
     /// Ports held back by a busy channel, per kind: upstream inbound and outbound, downstream
     /// inbound and outbound; and the earliest edge at which one of those channels frees.
     paced: [PortSet; 4],
@@ -385,6 +390,10 @@ impl<M> Crossbar<M> {
         let granule = cfg.granule_or(line);
         let (n_up, n_down) = (links.upstream.len(), links.downstream.len());
         let latency = cfg.topology.latency_table(n_up, n_down)?;
+        let mesh = match cfg.port_bytes {
+            Some(_) => cfg.topology.mesh_links(n_up, n_down)?,
+            None => None,
+        };
         let xstats = XbarStats {
             requests: stats.counter_in(name, "requests")?,
             responses: stats.counter_in(name, "responses")?,
@@ -452,7 +461,7 @@ impl<M> Crossbar<M> {
                 slots
             ],
             free: (0..slots as u32).rev().collect(),
-            flight: Flight::new(&latency, slots),
+            flight: if mesh.is_some() { Flight::any_order(slots) } else { Flight::new(&latency, slots) },
             role_of_link: LinkRoles::new(&roles, Role::Other),
             latency,
             settle: Settle::default(),
@@ -463,6 +472,7 @@ impl<M> Crossbar<M> {
             down_dirty: PortSet::new(n_down),
             up_dirty: PortSet::new(n_up),
             port_bytes: cfg.port_bytes.map(|b| b.bytes()),
+            mesh,
             paced: [PortSet::new(n_up), PortSet::new(n_up), PortSet::new(n_down), PortSet::new(n_down)],
             pace_at: Tick::MAX,
             armed: Tick::MAX,
@@ -531,8 +541,24 @@ impl<M> Crossbar<M> {
     #[inline]
     fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) {
         let pair = up * self.down.len() + bank;
-        let due = self.due(now, self.latency[pair]);
+        let due = if self.mesh.is_some() {
+            // Requests carry a write's data, responses a read's.
+            let m = &self.slots[slot as usize].msg;
+            let flits = self.flits(if m.write == to_bank { u64::from(m.bytes) } else { 0 });
+            let cycle = self.cycles.cycle_of(now);
+            let at = self.mesh.as_mut().map_or(cycle, |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
+            self.cycles.edge(at)
+        } else {
+            self.due(now, self.latency[pair])
+        };
         self.flight.push(pair, due, slot, to_bank);
+    }
+
+    /// Cycles of a port or link that a message of `data` bytes of payload takes: whole cycles
+    /// of `port_bytes`, one without data (0 without a port width).
+    #[inline]
+    fn flits(&self, data: u64) -> u64 {
+        self.port_bytes.map_or(0, |width| data.div_ceil(width).max(1))
     }
 
     /// The channel of port `port` of `kind` (`UP_IN` ...).
@@ -572,9 +598,9 @@ impl<M> Crossbar<M> {
     /// starting now: whole cycles of `port_bytes`, one for a message without data.
     #[inline]
     fn occupy(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
-        if let Some(width) = self.port_bytes {
+        if self.port_bytes.is_some() {
             let cycle = self.cycles.cycle_of(now);
-            let flits = data.div_ceil(width).max(1);
+            let flits = self.flits(data);
             let channel = self.channel(kind, port);
             *channel = (*channel).max(cycle) + flits;
         }
