@@ -244,3 +244,20 @@ fn a_mesh_link_shared_by_two_flows_carries_one_width_a_cycle() {
     let at = answer_ticks(&Fabric::new(&cfg, vec![flow(0), flow(1)], 2, 10).run());
     assert!(at[31] - at[0] < 40 * NS, "{at:?}");
 }
+
+#[test]
+fn port_busy_waits_count_each_waiting_message_once() {
+    // Requester A writes two lines to bank 0, B reads two lines from bank 1, on 16 B ports: no
+    // port is shared, so together they wait as often as each alone (a port still busy when
+    // another's channel frees is not counted again).
+    let a = script(&[(0, wr(0, 64)), (0, wr(128, 64))]);
+    let b = script(&[(0, rd(64, 64)), (0, rd(192, 64))]);
+    let cfg = CrossbarConfig { port_bytes: Some(ByteSize::from_bytes(16)), ..crossbar(1) };
+    let waits = |scripts: Vec<Vec<(Tick, MemRequest)>>| {
+        let f = Fabric::new(&cfg, scripts, 2, 5).run();
+        f.e.stats().lookup_counter("xbar.port_busy_waits").unwrap_or(0)
+    };
+    let (alone_a, alone_b) = (waits(vec![a.clone(), vec![]]), waits(vec![vec![], b.clone()]));
+    assert!(alone_a > 0 && alone_b > 0, "{alone_a} {alone_b}");
+    assert_eq!(waits(vec![a, b]), alone_a + alone_b);
+}

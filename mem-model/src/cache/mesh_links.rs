@@ -8,7 +8,11 @@
 //! (cut-through). It returns the cycle the message reaches its destination node; on idle links
 //! that is `start + base_cycles + hops * cycles_per_hop`, the latency of
 //! [`super::Topology::latency_table`]. Bookings are made in the order messages enter the
-//! network, which the crossbar keeps deterministic, and never before the current cycle.
+//! network, which the crossbar keeps deterministic, and never before the current cycle. First
+//! fit could let a short message overtake a longer one sent before it between the same two
+//! ports (into a gap the longer one did not fit): links keep their messages in order, so a
+//! message never reaches its destination before the one sent before it on the same route,
+//! waiting at the end of the route if it must (its links' bookings stay as made).
 //!
 //! Each link keeps its busy cycles as sorted, disjoint intervals, dropped once they are past:
 //! a booking costs a walk over the intervals still ahead on that link, few unless it is
@@ -75,6 +79,9 @@ pub(crate) struct MeshLinks {
     up_nodes: Vec<u64>,
     down_nodes: Vec<u64>,
     links: Vec<Busy>,
+    /// Per route (`(up * downs + down) * 2 + towards the downstream port`), the cycle its last
+    /// message arrived.
+    last: Vec<u64>,
 }
 
 impl MeshLinks {
@@ -88,7 +95,9 @@ impl MeshLinks {
         down_nodes: Vec<u64>,
     ) -> MeshLinks {
         let nodes = u64::from(cols) * u64::from(rows);
+        let routes = 2 * up_nodes.len() * down_nodes.len();
         MeshLinks {
+            last: vec![0; routes],
             cols: u64::from(cols).max(1),
             base_cycles,
             cycles_per_hop,
@@ -100,13 +109,22 @@ impl MeshLinks {
 
     /// Books a message of `flits` cycles a link from upstream port `up` to downstream port
     /// `down` (or back, `to_down` false) entering at cycle `now`; returns the cycle it reaches
-    /// the far port's node.
-    pub(crate) fn traverse(&mut self, up: usize, down: usize, to_down: bool, flits: u64, now: u64) -> u64 {
+    /// the far port's node and the cycles it waited on the way (for links, and for the message
+    /// before it on its route).
+    pub(crate) fn traverse(
+        &mut self,
+        up: usize,
+        down: usize,
+        to_down: bool,
+        flits: u64,
+        now: u64,
+    ) -> (u64, u64) {
         let (u, d) = (self.up_nodes[up], self.down_nodes[down]);
         let (from, to) = if to_down { (u, d) } else { (d, u) };
         let (mut x, mut y) = (from % self.cols, from / self.cols);
         let (tx, ty) = (to % self.cols, to / self.cols);
         let mut t = now.saturating_add(self.base_cycles);
+        let mut waited = 0;
         while (x, y) != (tx, ty) {
             let node = y * self.cols + x;
             let dir = if x < tx {
@@ -123,9 +141,13 @@ impl MeshLinks {
                 NORTH
             };
             let start = self.links[(node * 4 + dir) as usize].book(t, flits, now);
+            waited += start - t;
             t = start.saturating_add(self.cycles_per_hop);
         }
-        t
+        let route = (up * self.down_nodes.len() + down) * 2 + usize::from(to_down);
+        let arrive = t.max(self.last[route]);
+        self.last[route] = arrive;
+        (arrive, waited + (arrive - t))
     }
 }
 
@@ -151,12 +173,28 @@ mod tests {
     fn an_idle_mesh_costs_base_plus_hops() {
         // 4 x 3; upstream port at node 0 (0, 0), downstream at node 11 (3, 2): 5 hops.
         let mut m = MeshLinks::new(4, 3, 1, 2, vec![0], vec![11]);
-        assert_eq!(m.traverse(0, 0, true, 4, 100), 100 + 1 + 5 * 2);
-        assert_eq!(m.traverse(0, 0, false, 4, 200), 200 + 1 + 5 * 2);
-        // A second message right behind the first waits for each link in turn, once.
+        assert_eq!(m.traverse(0, 0, true, 4, 100), (100 + 1 + 5 * 2, 0));
+        assert_eq!(m.traverse(0, 0, false, 4, 200), (200 + 1 + 5 * 2, 0));
+        // A second message right behind the first waits for the first link, then follows it.
         let mut m = MeshLinks::new(4, 1, 0, 1, vec![0], vec![3]);
-        assert_eq!(m.traverse(0, 0, true, 4, 0), 3);
-        assert_eq!(m.traverse(0, 0, true, 4, 0), 7);
+        assert_eq!(m.traverse(0, 0, true, 4, 0), (3, 0));
+        assert_eq!(m.traverse(0, 0, true, 4, 0), (7, 4));
+    }
+
+    #[test]
+    fn a_short_message_does_not_overtake_a_longer_one_on_its_route() {
+        // A 6 x 1 row, 2 cycles to enter, 1 a hop: upstream ports at nodes 3 and 4, the
+        // downstream port at node 5. Port 1 (node 4) books the link 4->5 for cycles 3..6 and
+        // 7..20, leaving a one-cycle gap at 6.
+        let mut m = MeshLinks::new(6, 1, 2, 1, vec![3, 4], vec![5]);
+        assert_eq!(m.traverse(1, 0, true, 3, 1), (4, 0));
+        assert_eq!(m.traverse(1, 0, true, 13, 5), (8, 0));
+        // Port 0 sends three cycles of message then one: the first takes the link 3->4 at
+        // 2..5, reaches 4->5 at 3, fits no gap and goes at 20, arriving at 21.
+        assert_eq!(m.traverse(0, 0, true, 3, 0), (21, 17));
+        // The second takes 3->4 at 5 and reaches 4->5 at 6, where it fits the gap (7 on its
+        // own), but it arrives behind the first: 21.
+        assert_eq!(m.traverse(0, 0, true, 1, 0), (21, 17));
     }
 
     proptest! {

@@ -48,7 +48,8 @@
 //! held that may fit now (woken by their bank sending or by a transaction ending), responses
 //! arrived, messages to send. Messages crossing wait in one FIFO per distinct latency. With
 //! `port_bytes`, each port's channels keep the cycle at which they are next free, and a port
-//! held back by one waits in a set that a timer at the earliest such cycle hands back.
+//! held back by one waits in a set until its channel is free (a timer at the earliest of
+//! those cycles, or any wake after it, hands it back).
 
 use super::cycles::CycleTracker;
 use super::flight::Flight;
@@ -317,8 +318,10 @@ struct XbarStats {
     bank_full_stalls: CounterId,
     in_flight_full_stalls: CounterId,
     stray_responses: CounterId,
-    /// Messages that found their port's channel busy (`port_bytes`).
+    /// Messages that waited for their port's channel (`port_bytes`), each counted once.
     port_busy_waits: CounterId,
+    /// Cycles messages waited for mesh links, summed over the links of their routes.
+    link_wait_cycles: CounterId,
 }
 
 /// An address-interleaved crossbar or mesh (see the module docs for its contract).
@@ -403,6 +406,7 @@ impl<M> Crossbar<M> {
             in_flight_full_stalls: stats.counter_in(name, "in_flight_full_stalls")?,
             stray_responses: stats.counter_in(name, "stray_responses")?,
             port_busy_waits: stats.counter_in(name, "port_busy_waits")?,
+            link_wait_cycles: stats.counter_in(name, "link_wait_cycles")?,
         };
         let mut down = Vec::with_capacity(n_down);
         for (b, &(out, inp)) in links.downstream.iter().enumerate() {
@@ -537,21 +541,23 @@ impl<M> Crossbar<M> {
     }
 
     /// Sends `slot`'s message between upstream port `up` and downstream port `bank`, entering
-    /// now.
+    /// now; returns the cycles it waited for mesh links.
     #[inline]
-    fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) {
+    fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) -> u64 {
         let pair = up * self.down.len() + bank;
-        let due = if self.mesh.is_some() {
+        let (due, waited) = if self.mesh.is_some() {
             // Requests carry a write's data, responses a read's.
             let m = &self.slots[slot as usize].msg;
             let flits = self.flits(if m.write == to_bank { u64::from(m.bytes) } else { 0 });
             let cycle = self.cycles.cycle_of(now);
-            let at = self.mesh.as_mut().map_or(cycle, |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
-            self.cycles.edge(at)
+            let (at, waited) =
+                self.mesh.as_mut().map_or((cycle, 0), |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
+            (self.cycles.edge(at), waited)
         } else {
-            self.due(now, self.latency[pair])
+            (self.due(now, self.latency[pair]), 0)
         };
         self.flight.push(pair, due, slot, to_bank);
+        waited
     }
 
     /// Cycles of a port or link that a message of `data` bytes of payload takes: whole cycles
@@ -606,15 +612,24 @@ impl<M> Crossbar<M> {
         }
     }
 
-    /// Hands the ports held back by busy channels back to their work once the earliest of those
-    /// channels is free (those still busy are held back again).
+    /// Hands the ports held back by channels that are free now back to their work; the others
+    /// keep waiting, and `pace_at` becomes the earliest of their channels' free cycles.
     fn release_paced(&mut self, now: Tick) {
         if self.pace_at > now {
             return;
         }
-        self.pace_at = Tick::MAX;
+        let cycle = self.cycles.cycle_of(now);
+        let mut next = Tick::MAX;
         for kind in [UP_IN, UP_OUT, DOWN_IN, DOWN_OUT] {
-            while let Some(p) = self.paced[kind].next_from(0) {
+            let mut from = 0;
+            while let Some(p) = self.paced[kind].next_from(from) {
+                from = p + 1;
+                let free = *self.channel(kind, p);
+                if free > cycle {
+                    // Still busy: it keeps waiting (and is counted once).
+                    next = next.min(self.cycles.edge(free));
+                    continue;
+                }
                 self.paced[kind].remove(p);
                 match kind {
                     UP_IN => self.up_ready.insert(p),
@@ -627,6 +642,7 @@ impl<M> Crossbar<M> {
                 }
             }
         }
+        self.pace_at = next;
     }
 }
 
@@ -703,7 +719,10 @@ where
                 let m = &mut s.msg;
                 (m.addr, m.bytes, m.write, m.issued) = (resp.addr, resp.bytes, resp.write, resp.issued);
                 let up = s.up as usize;
-                self.travel(now, up, b, i as u32, false);
+                let waited = self.travel(now, up, b, i as u32, false);
+                if waited > 0 {
+                    ctx.stats().add(self.stats.link_wait_cycles, waited);
+                }
             }
         }
         if waits > 0 {
@@ -909,7 +928,10 @@ where
                 ctx.stats().inc(self.stats.write_requests);
             }
             ctx.stats().inc(self.down[bank].requests);
-            self.travel(now, u, bank, slot, true);
+            let waited = self.travel(now, u, bank, slot, true);
+            if waited > 0 {
+                ctx.stats().add(self.stats.link_wait_cycles, waited);
+            }
         }
     }
 }
@@ -984,7 +1006,9 @@ where
                     return;
                 }
                 // More of this tick's messages may still be on their way in: send what has
-                // crossed, and route the arrivals once the tick's deliveries are over.
+                // crossed (and what a channel freed at this tick lets go, as a route would),
+                // and route the arrivals once the tick's deliveries are over.
+                self.release_paced(now);
                 self.land(now);
                 self.flush(ctx);
                 if !self.up_ready.is_empty() || !self.resp_ready.is_empty() {
