@@ -75,11 +75,11 @@ impl Flight {
     /// message of the same latency, unless built by [`Flight::any_order`]).
     #[inline]
     pub fn push(&mut self, pair: usize, due: Tick, slot: u32, to_bank: bool) {
-        self.order += 1;
-        if let Some(any) = &mut self.any {
-            any.push(Reverse((due, self.order, slot, to_bank)));
+        if self.any.is_some() {
+            self.push_any(due, slot, to_bank);
             return;
         }
+        self.order += 1;
         let c = self.class_of[pair];
         let q = &mut self.classes[c as usize];
         debug_assert!(q.back().is_none_or(|e| e.due <= due), "messages of one latency arrive in order");
@@ -87,6 +87,15 @@ impl Flight {
         q.push_back(Entry { due, order: self.order, slot, to_bank });
         if first && self.classes.len() > 1 {
             self.heads.push(Reverse((due, self.order, c)));
+        }
+    }
+
+    /// [`Flight::push`] into the one heap of [`Flight::any_order`].
+    #[inline(never)]
+    fn push_any(&mut self, due: Tick, slot: u32, to_bank: bool) {
+        self.order += 1;
+        if let Some(any) = &mut self.any {
+            any.push(Reverse((due, self.order, slot, to_bank)));
         }
     }
 

@@ -544,19 +544,26 @@ impl<M> Crossbar<M> {
     /// now; returns the cycles it waited for mesh links.
     #[inline]
     fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) -> u64 {
+        if self.mesh.is_some() {
+            return self.travel_mesh(now, up, bank, slot, to_bank);
+        }
         let pair = up * self.down.len() + bank;
-        let (due, waited) = if self.mesh.is_some() {
-            // Requests carry a write's data, responses a read's.
-            let m = &self.slots[slot as usize].msg;
-            let flits = self.flits(if m.write == to_bank { u64::from(m.bytes) } else { 0 });
-            let cycle = self.cycles.cycle_of(now);
-            let (at, waited) =
-                self.mesh.as_mut().map_or((cycle, 0), |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
-            (self.cycles.edge(at), waited)
-        } else {
-            (self.due(now, self.latency[pair]), 0)
-        };
+        let due = self.due(now, self.latency[pair]);
         self.flight.push(pair, due, slot, to_bank);
+        0
+    }
+
+    /// [`Crossbar::travel`] over a mesh's shared links.
+    #[inline(never)]
+    fn travel_mesh(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) -> u64 {
+        // Requests carry a write's data, responses a read's.
+        let m = &self.slots[slot as usize].msg;
+        let flits = self.flits(if m.write == to_bank { u64::from(m.bytes) } else { 0 });
+        let cycle = self.cycles.cycle_of(now);
+        let (at, waited) =
+            self.mesh.as_mut().map_or((cycle, 0), |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
+        let due = self.cycles.edge(at);
+        self.flight.push(up * self.down.len() + bank, due, slot, to_bank);
         waited
     }
 
@@ -578,14 +585,11 @@ impl<M> Crossbar<M> {
         }
     }
 
-    /// Whether port `port`'s channel of `kind` can start a message now (always, without
+    /// Whether port `port`'s channel of `kind` can start a message now (callers ask only with
     /// `port_bytes`). When it cannot, the port waits in `paced` for the channel's free cycle;
     /// the first time it does, `waits` counts it.
-    #[inline]
+    #[inline(never)]
     fn channel_free(&mut self, kind: usize, port: usize, now: Tick, waits: &mut u64) -> bool {
-        if self.port_bytes.is_none() {
-            return true;
-        }
         let cycle = self.cycles.cycle_of(now);
         let free = *self.channel(kind, port);
         if free <= cycle {
@@ -602,22 +606,40 @@ impl<M> Crossbar<M> {
 
     /// Occupies port `port`'s channel of `kind` with a message of `data` bytes of payload,
     /// starting now: whole cycles of `port_bytes`, one for a message without data.
-    #[inline]
+    #[inline(always)]
     fn occupy(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
         if self.port_bytes.is_some() {
-            let cycle = self.cycles.cycle_of(now);
-            let flits = self.flits(data);
-            let channel = self.channel(kind, port);
-            *channel = (*channel).max(cycle) + flits;
+            self.occupy_channel(kind, port, now, data);
         }
+    }
+
+    /// The body of [`Crossbar::occupy`].
+    #[inline(never)]
+    fn occupy_channel(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
+        let cycle = self.cycles.cycle_of(now);
+        let flits = self.flits(data);
+        let channel = self.channel(kind, port);
+        *channel = (*channel).max(cycle) + flits;
+    }
+
+    /// Whether a channel may hold messages back (`port_bytes` is set).
+    #[inline(always)]
+    fn paced(&self) -> bool {
+        self.port_bytes.is_some()
     }
 
     /// Hands the ports held back by channels that are free now back to their work; the others
     /// keep waiting, and `pace_at` becomes the earliest of their channels' free cycles.
+    #[inline(always)]
     fn release_paced(&mut self, now: Tick) {
-        if self.pace_at > now {
-            return;
+        if self.pace_at <= now {
+            self.release_due(now);
         }
+    }
+
+    /// The body of [`Crossbar::release_paced`].
+    #[inline(never)]
+    fn release_due(&mut self, now: Tick) {
         let cycle = self.cycles.cycle_of(now);
         let mut next = Tick::MAX;
         for kind in [UP_IN, UP_OUT, DOWN_IN, DOWN_OUT] {
@@ -701,7 +723,13 @@ where
         let mut waits = 0;
         while let Some(b) = self.resp_ready.next_from(0) {
             self.resp_ready.remove(b);
-            while ctx.peek(self.down[b].inp).is_some() && self.channel_free(DOWN_IN, b, now, &mut waits) {
+            loop {
+                if self.paced()
+                    && (ctx.peek(self.down[b].inp).is_none()
+                        || !self.channel_free(DOWN_IN, b, now, &mut waits))
+                {
+                    break;
+                }
                 let Some(msg) = ctx.recv(self.down[b].inp) else { break };
                 let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
                 self.occupy(DOWN_IN, b, now, if resp.write { 0 } else { u64::from(resp.bytes) });
@@ -775,7 +803,7 @@ where
     /// The body of [`Crossbar::flush`].
     #[inline(never)]
     fn send_staged(&mut self, ctx: &mut Ctx<'_, M>) {
-        let now = ctx.now();
+        let (now, paced) = (ctx.now(), self.paced());
         let mut waits = 0;
         let mut from = 0;
         while let Some(b) = self.down_dirty.next_from(from) {
@@ -783,18 +811,21 @@ where
             self.down_dirty.remove(b);
             let queued = self.down[b].queued;
             while let Some(&slot) = self.down[b].staged.front() {
-                if !self.channel_free(DOWN_OUT, b, now, &mut waits) {
+                if paced && !self.channel_free(DOWN_OUT, b, now, &mut waits) {
                     break;
                 }
-                let msg = self.slots[slot as usize].msg;
                 let d = &mut self.down[b];
-                if ctx.send(d.out, M::wrap(msg)).is_err() {
+                if ctx.send(d.out, M::wrap(self.slots[slot as usize].msg)).is_err() {
                     d.blocked = true;
                     break;
                 }
                 d.staged.pop_front();
                 d.queued -= 1;
-                self.occupy(DOWN_OUT, b, now, if msg.write { u64::from(msg.bytes) } else { 0 });
+                if paced {
+                    let m = &self.slots[slot as usize].msg;
+                    let data = if m.write { u64::from(m.bytes) } else { 0 };
+                    self.occupy_channel(DOWN_OUT, b, now, data);
+                }
             }
             let d = &self.down[b];
             if d.queued < queued && !d.held.is_empty() {
@@ -808,7 +839,7 @@ where
             from = u + 1;
             self.up_dirty.remove(u);
             while let Some(&slot) = self.up[u].staged.front() {
-                if !self.channel_free(UP_OUT, u, now, &mut waits) {
+                if paced && !self.channel_free(UP_OUT, u, now, &mut waits) {
                     break;
                 }
                 let p = &mut self.up[u];
@@ -826,7 +857,9 @@ where
                     ctx.stats().inc(self.stats.write_responses);
                 }
                 ctx.progress();
-                self.occupy(UP_OUT, u, now, if write { 0 } else { bytes });
+                if paced {
+                    self.occupy_channel(UP_OUT, u, now, if write { 0 } else { bytes });
+                }
             }
         }
         if waits > 0 {
@@ -857,7 +890,7 @@ where
             let (req, was_held) = match self.up[u].hold.take() {
                 Some(r) => (r, true),
                 None => {
-                    if self.port_bytes.is_some() && ctx.peek(self.up[u].inp).is_some() {
+                    if self.paced() && ctx.peek(self.up[u].inp).is_some() {
                         let mut waits = 0;
                         if !self.channel_free(UP_IN, u, now, &mut waits) {
                             // It stays on its link until the channel is free.
