@@ -153,9 +153,8 @@ impl Topology {
         match self {
             Topology::Crossbar { cycles } => Ok(vec![*cycles; upstream * downstream]),
             Topology::Mesh { cols, rows, cycles_per_hop, base_cycles, upstream_nodes, downstream_nodes } => {
-                let nodes = mesh_nodes(*cols, *rows)?;
-                let ups = place("upstream_nodes", upstream_nodes.as_deref(), upstream, nodes)?;
-                let downs = place("downstream_nodes", downstream_nodes.as_deref(), downstream, nodes)?;
+                let (ups, downs) =
+                    port_nodes(*cols, *rows, (upstream_nodes, upstream), (downstream_nodes, downstream))?;
                 let at = |n: u64| (n % u64::from(*cols), n / u64::from(*cols));
                 let mut table = Vec::with_capacity(upstream * downstream);
                 for &u in &ups {
@@ -182,13 +181,26 @@ impl Topology {
         match self {
             Topology::Crossbar { .. } => Ok(None),
             Topology::Mesh { cols, rows, cycles_per_hop, base_cycles, upstream_nodes, downstream_nodes } => {
-                let nodes = mesh_nodes(*cols, *rows)?;
-                let ups = place("upstream_nodes", upstream_nodes.as_deref(), upstream, nodes)?;
-                let downs = place("downstream_nodes", downstream_nodes.as_deref(), downstream, nodes)?;
+                let (ups, downs) =
+                    port_nodes(*cols, *rows, (upstream_nodes, upstream), (downstream_nodes, downstream))?;
                 Ok(Some(MeshLinks::new(*cols, *rows, *base_cycles, *cycles_per_hop, ups, downs)))
             }
         }
     }
+}
+
+/// The node of each upstream and each downstream port of a `cols` x `rows` mesh (each side: its
+/// explicit placement, if any, and its port count), checked.
+fn port_nodes(
+    cols: u32,
+    rows: u32,
+    (up_nodes, upstream): (&Option<Vec<u32>>, usize),
+    (down_nodes, downstream): (&Option<Vec<u32>>, usize),
+) -> Result<(Vec<u64>, Vec<u64>), TopologyError> {
+    let nodes = mesh_nodes(cols, rows)?;
+    let ups = place("upstream_nodes", up_nodes.as_deref(), upstream, nodes)?;
+    let downs = place("downstream_nodes", down_nodes.as_deref(), downstream, nodes)?;
+    Ok((ups, downs))
 }
 
 /// The nodes of a `cols` x `rows` mesh, checked.

@@ -541,21 +541,28 @@ impl<M> Crossbar<M> {
     }
 
     /// Sends `slot`'s message between upstream port `up` and downstream port `bank`, entering
-    /// now; returns the cycles it waited for mesh links.
+    /// now (`stats` counts its waits for mesh links).
     #[inline]
-    fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) -> u64 {
+    fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool, stats: &mut Stats) {
         if self.mesh.is_some() {
-            return self.travel_mesh(now, up, bank, slot, to_bank);
+            return self.travel_mesh(now, up, bank, slot, to_bank, stats);
         }
         let pair = up * self.down.len() + bank;
         let due = self.due(now, self.latency[pair]);
         self.flight.push(pair, due, slot, to_bank);
-        0
     }
 
     /// [`Crossbar::travel`] over a mesh's shared links.
     #[inline(never)]
-    fn travel_mesh(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool) -> u64 {
+    fn travel_mesh(
+        &mut self,
+        now: Tick,
+        up: usize,
+        bank: usize,
+        slot: u32,
+        to_bank: bool,
+        stats: &mut Stats,
+    ) {
         // Requests carry a write's data, responses a read's.
         let m = &self.slots[slot as usize].msg;
         let flits = self.flits(if m.write == to_bank { u64::from(m.bytes) } else { 0 });
@@ -564,7 +571,9 @@ impl<M> Crossbar<M> {
             self.mesh.as_mut().map_or((cycle, 0), |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
         let due = self.cycles.edge(at);
         self.flight.push(up * self.down.len() + bank, due, slot, to_bank);
-        waited
+        if waited > 0 {
+            stats.add(self.stats.link_wait_cycles, waited);
+        }
     }
 
     /// Cycles of a port or link that a message of `data` bytes of payload takes: whole cycles
@@ -587,9 +596,9 @@ impl<M> Crossbar<M> {
 
     /// Whether port `port`'s channel of `kind` can start a message now (callers ask only with
     /// `port_bytes`). When it cannot, the port waits in `paced` for the channel's free cycle;
-    /// the first time it does, `waits` counts it.
+    /// the first time it does, `stats` counts the wait.
     #[inline(never)]
-    fn channel_free(&mut self, kind: usize, port: usize, now: Tick, waits: &mut u64) -> bool {
+    fn channel_free(&mut self, kind: usize, port: usize, now: Tick, stats: &mut Stats) -> bool {
         let cycle = self.cycles.cycle_of(now);
         let free = *self.channel(kind, port);
         if free <= cycle {
@@ -597,7 +606,7 @@ impl<M> Crossbar<M> {
         }
         if !self.paced[kind].contains(port) {
             self.paced[kind].insert(port);
-            *waits += 1;
+            stats.inc(self.stats.port_busy_waits);
         }
         let at = self.cycles.edge(free);
         self.pace_at = self.pace_at.min(at);
@@ -605,17 +614,10 @@ impl<M> Crossbar<M> {
     }
 
     /// Occupies port `port`'s channel of `kind` with a message of `data` bytes of payload,
-    /// starting now: whole cycles of `port_bytes`, one for a message without data.
-    #[inline(always)]
-    fn occupy(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
-        if self.port_bytes.is_some() {
-            self.occupy_channel(kind, port, now, data);
-        }
-    }
-
-    /// The body of [`Crossbar::occupy`].
+    /// starting now: whole cycles of `port_bytes`, one for a message without data (callers
+    /// ask only with `port_bytes`).
     #[inline(never)]
-    fn occupy_channel(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
+    fn occupy(&mut self, kind: usize, port: usize, now: Tick, data: u64) {
         let cycle = self.cycles.cycle_of(now);
         let flits = self.flits(data);
         let channel = self.channel(kind, port);
@@ -677,7 +679,6 @@ where
     fn route(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
         // The arbiter's priority rotates by one port per cycle, whatever wakes the crossbar.
         let start = (self.cycles.cycle_of(now) % self.up.len() as u64) as usize;
-        self.release_paced(now);
         self.take_responses(now, ctx);
         self.land(now);
         self.flush(ctx);
@@ -720,19 +721,20 @@ where
 
     /// Takes every response that arrived from the banks and starts it back towards its port.
     fn take_responses(&mut self, now: Tick, ctx: &mut Ctx<'_, M>) {
-        let mut waits = 0;
         while let Some(b) = self.resp_ready.next_from(0) {
             self.resp_ready.remove(b);
             loop {
                 if self.paced()
                     && (ctx.peek(self.down[b].inp).is_none()
-                        || !self.channel_free(DOWN_IN, b, now, &mut waits))
+                        || !self.channel_free(DOWN_IN, b, now, ctx.stats()))
                 {
                     break;
                 }
                 let Some(msg) = ctx.recv(self.down[b].inp) else { break };
                 let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
-                self.occupy(DOWN_IN, b, now, if resp.write { 0 } else { u64::from(resp.bytes) });
+                if self.paced() {
+                    self.occupy(DOWN_IN, b, now, if resp.write { 0 } else { u64::from(resp.bytes) });
+                }
                 let i = (resp.id & 0xffff_ffff) as usize;
                 let ok = self.slots.get(i).is_some_and(|s| {
                     s.active && !s.returning && s.generation == (resp.id >> 32) as u32 && s.bank as usize == b
@@ -747,14 +749,8 @@ where
                 let m = &mut s.msg;
                 (m.addr, m.bytes, m.write, m.issued) = (resp.addr, resp.bytes, resp.write, resp.issued);
                 let up = s.up as usize;
-                let waited = self.travel(now, up, b, i as u32, false);
-                if waited > 0 {
-                    ctx.stats().add(self.stats.link_wait_cycles, waited);
-                }
+                self.travel(now, up, b, i as u32, false, ctx.stats());
             }
-        }
-        if waits > 0 {
-            ctx.stats().add(self.stats.port_busy_waits, waits);
         }
     }
 
@@ -804,14 +800,13 @@ where
     #[inline(never)]
     fn send_staged(&mut self, ctx: &mut Ctx<'_, M>) {
         let (now, paced) = (ctx.now(), self.paced());
-        let mut waits = 0;
         let mut from = 0;
         while let Some(b) = self.down_dirty.next_from(from) {
             from = b + 1;
             self.down_dirty.remove(b);
             let queued = self.down[b].queued;
             while let Some(&slot) = self.down[b].staged.front() {
-                if paced && !self.channel_free(DOWN_OUT, b, now, &mut waits) {
+                if paced && !self.channel_free(DOWN_OUT, b, now, ctx.stats()) {
                     break;
                 }
                 let d = &mut self.down[b];
@@ -824,7 +819,7 @@ where
                 if paced {
                     let m = &self.slots[slot as usize].msg;
                     let data = if m.write { u64::from(m.bytes) } else { 0 };
-                    self.occupy_channel(DOWN_OUT, b, now, data);
+                    self.occupy(DOWN_OUT, b, now, data);
                 }
             }
             let d = &self.down[b];
@@ -839,7 +834,7 @@ where
             from = u + 1;
             self.up_dirty.remove(u);
             while let Some(&slot) = self.up[u].staged.front() {
-                if paced && !self.channel_free(UP_OUT, u, now, &mut waits) {
+                if paced && !self.channel_free(UP_OUT, u, now, ctx.stats()) {
                     break;
                 }
                 let p = &mut self.up[u];
@@ -858,12 +853,9 @@ where
                 }
                 ctx.progress();
                 if paced {
-                    self.occupy_channel(UP_OUT, u, now, if write { 0 } else { bytes });
+                    self.occupy(UP_OUT, u, now, if write { 0 } else { bytes });
                 }
             }
-        }
-        if waits > 0 {
-            ctx.stats().add(self.stats.port_busy_waits, waits);
         }
         if out_of_slots && !self.free.is_empty() && !self.held.is_empty() {
             // Transactions free again: every held port tries again.
@@ -890,14 +882,13 @@ where
             let (req, was_held) = match self.up[u].hold.take() {
                 Some(r) => (r, true),
                 None => {
-                    if self.paced() && ctx.peek(self.up[u].inp).is_some() {
-                        let mut waits = 0;
-                        if !self.channel_free(UP_IN, u, now, &mut waits) {
-                            // It stays on its link until the channel is free.
-                            ctx.stats().add(self.stats.port_busy_waits, waits);
-                            self.up_ready.remove(u);
-                            return;
-                        }
+                    if self.paced()
+                        && ctx.peek(self.up[u].inp).is_some()
+                        && !self.channel_free(UP_IN, u, now, ctx.stats())
+                    {
+                        // It stays on its link until the channel is free.
+                        self.up_ready.remove(u);
+                        return;
                     }
                     match ctx.recv(self.up[u].inp) {
                         None => {
@@ -907,7 +898,9 @@ where
                         // Anything but a request is a wiring error with nothing to answer.
                         Some(msg) => match Carries::<MemRequest>::unwrap_as(msg) {
                             Ok(r) => {
-                                self.occupy(UP_IN, u, now, if r.write { u64::from(r.bytes) } else { 0 });
+                                if self.paced() {
+                                    self.occupy(UP_IN, u, now, if r.write { u64::from(r.bytes) } else { 0 });
+                                }
                                 (r, false)
                             }
                             Err(_) => continue,
@@ -961,10 +954,7 @@ where
                 ctx.stats().inc(self.stats.write_requests);
             }
             ctx.stats().inc(self.down[bank].requests);
-            let waited = self.travel(now, u, bank, slot, true);
-            if waited > 0 {
-                ctx.stats().add(self.stats.link_wait_cycles, waited);
-            }
+            self.travel(now, u, bank, slot, true, ctx.stats());
         }
     }
 }
@@ -990,6 +980,9 @@ where
     /// polls every link. Everything else runs at once.
     fn wake(&mut self, why: Wake, ctx: &mut Ctx<'_, M>) {
         let now = ctx.now();
+        // Channels freed by this tick let their ports go before anything else, whatever wakes
+        // the crossbar first.
+        self.release_paced(now);
         match why {
             Wake::Timer(SETTLE) => {
                 self.settle(now, ctx);
@@ -1039,9 +1032,7 @@ where
                     return;
                 }
                 // More of this tick's messages may still be on their way in: send what has
-                // crossed (and what a channel freed at this tick lets go, as a route would),
-                // and route the arrivals once the tick's deliveries are over.
-                self.release_paced(now);
+                // crossed, and route the arrivals once the tick's deliveries are over.
                 self.land(now);
                 self.flush(ctx);
                 if !self.up_ready.is_empty() || !self.resp_ready.is_empty() {
