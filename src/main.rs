@@ -185,6 +185,9 @@ struct CompileArgs {
     /// Which core's programs to print.
     #[arg(long, default_value_t = 0)]
     core_index: usize,
+    /// Cut long bags across the cores (merge-path), as `[system.compiler] partition = "split"`.
+    #[arg(long)]
+    split: bool,
     /// Target cores without access units (prints the loop program the core runs alone).
     #[arg(long)]
     core_only: bool,
@@ -472,7 +475,7 @@ fn compile(args: &CompileArgs) -> Result<()> {
         au_lanes: args.au_lanes,
         au_storage_per_lane: args.au_storage_per_lane,
         passes,
-        partition: compiler::Partition::Cost,
+        partition: if args.split { compiler::Partition::Split } else { compiler::Partition::Cost },
     };
     if args.core_index >= args.cores as usize {
         bail!("--core-index {} is not below --cores {}", args.core_index, args.cores);

@@ -228,6 +228,7 @@ impl DaeSystem {
                 crate::config::schema::PartitionSetting::Tables => {
                     compiler::Partition::Tables(self.memory_costs())
                 }
+                crate::config::schema::PartitionSetting::Split => compiler::Partition::Split,
             },
         }
     }
@@ -674,6 +675,10 @@ pub fn run(
         Some(t) => (got - want).abs() <= t.get(at).copied().unwrap_or(0.0),
         None => got.to_bits() == want.to_bits(),
     };
+    // Bags cut across cores: each piece's partial row is checked against the pieces' own
+    // reference (the same fold, over the piece's lookups), then the pieces are combined.
+    let piece_reference = w.split.as_ref().map(|_| w.instance.reference(&w.spec));
+    let reference = piece_reference.as_deref().unwrap_or(reference);
     let mut verified = Ok(());
     let mut outputs = vec![0.0f32; w.spec.bags() as usize * dim];
     for ((name, id), job) in cores.iter().zip(&w.jobs) {
@@ -694,6 +699,10 @@ pub fn run(
                 verified = Err(format!("{name}: out[{bag}][{col}] = {got}, reference {}", expect[k]));
             }
         }
+    }
+
+    if let Some(split) = &w.split {
+        outputs = split.combine(&outputs, dim);
     }
 
     let stats: &Stats = e.stats();
@@ -773,6 +782,9 @@ fn warnings(w: &CompiledWorkload) -> Vec<String> {
              and no lookup latency is timed (the latency columns read n/a)"
                 .to_string(),
         );
+    }
+    if let Some(why) = w.unsplit {
+        out.push(format!("a bag is longer than a core's share but is not cut across cores: {why}"));
     }
     out
 }

@@ -500,7 +500,7 @@ fn bad_workloads_and_compiler_settings_name_the_file_and_field() {
         (
             "compiler = { partition = \"tablewise\" }",
             "system[0].compiler.partition",
-            "unknown variant `tablewise`, expected `cost` or `tables`",
+            "unknown variant `tablewise`, expected one of `cost`, `tables`, `split`",
         ),
     ] {
         let (_dir, cfg) = edited_experiment("bad-compiler", "cores = 4\n", &format!("cores = 4\n{edit}\n"));

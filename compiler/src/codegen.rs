@@ -2,9 +2,11 @@
 //!
 //! The front end lowers the workload to the loop level ([`crate::frontend`]). Work is
 //! partitioned across cores as contiguous ranges of bags ([`Partition`]): by default of nearly
-//! equal cost (lookups plus one per bag, so skewed bags such as a power-law graph's
-//! in-neighbour lists balance), or with tables mapped to cores by their estimated cost
-//! ([`crate::mapping`]); each core's function is the loop nest over its range. For a decoupled target the enabled passes
+//! equal cost (lookups plus one per bag, so bags of skewed sizes balance as far as whole bags
+//! can), or with tables mapped to cores by their estimated cost
+//! ([`crate::mapping`]), or of exactly equal cost with long bags cut where a core's share ends
+//! (merge-path, [`crate::split`]: the pieces are compiled as bags and combined after the run);
+//! each core's function is the loop nest over its range. For a decoupled target the enabled passes
 //! ([`crate::passes`]) then run in order (decouple to SLC, vectorize, bufferize, simplify-mem,
 //! hoist, align-queues), SLC lowers to DLC, and DLC maps onto the access unit and the core's dispatch
 //! loop ([`crate::target`]). For a core-only target the core runs the loop level itself, with
@@ -71,6 +73,10 @@ pub enum Partition {
     /// `"tables"`: tables on contiguous cores in proportion to their estimated cost
     /// ([`crate::mapping::partition_by_tables`]), from the memory hierarchy's parameters.
     Tables(MemoryCosts),
+    /// `"split"`: ranges of equal lookups-plus-bags that may cut a bag, each piece storing a
+    /// partial row ([`crate::split`]); workloads whose bags cannot be cut fall back to
+    /// [`Partition::Cost`].
+    Split,
 }
 
 impl Partition {
@@ -82,7 +88,7 @@ impl Partition {
         target: &TargetInfo,
     ) -> Vec<Range<u64>> {
         match self {
-            Partition::Cost => partition_by_cost(&inst.offsets, target.cores),
+            Partition::Cost | Partition::Split => partition_by_cost(&inst.offsets, target.cores),
             Partition::Tables(mem) => {
                 crate::mapping::partition_by_tables(spec, inst, mem, target.cores, target.vector_lanes)
             }
@@ -123,6 +129,12 @@ pub struct CompiledWorkload {
     /// Whether some core's access unit streams rows in vector-sized chunks, because a whole row
     /// does not fit a lane: such rows are not timed as lookups (their latency reads n/a).
     pub chunked_rows: bool,
+    /// Under `partition = "split"`: how the pieces (the bags of `spec` and `instance`, whose
+    /// offsets hold the cut points) make up the workload's bags ([`crate::split`]).
+    pub split: Option<crate::split::SplitBags>,
+    /// Under `partition = "split"`, why this workload's bags were not cut, when a bag is longer
+    /// than a core's share (otherwise cutting would change little and nothing is said).
+    pub unsplit: Option<&'static str>,
 }
 
 /// Why a workload could not be compiled.
@@ -226,9 +238,37 @@ pub fn compile_with_stages(
             message: "message passing without an edge list".into(),
         });
     }
+    // Merge-path partitioning: the pieces of cut bags are compiled as bags of their own.
+    let (mut split, mut unsplit, mut cut_parts) = (None, None, None);
+    let (spec, inst) = if target.partition == Partition::Split {
+        match crate::split::cut_allowed(spec) {
+            Ok(()) => {
+                let m = crate::split::merge_path(&inst.offsets, target.cores, spec.pooling);
+                let pieces = u32::try_from(m.split.pieces())
+                    .map_err(|_| CompileError::Target(format!("{} pieces of bags", m.split.pieces())))?;
+                let spec = WorkloadSpec { batch: pieces, ..spec.clone() };
+                // Message passing: each edge scatters into its piece's partial row.
+                let edges = inst.edges.as_ref().map(|e| m.split.edges_to_pieces(&m.offsets, e));
+                let inst = EmbeddingBagInstance { offsets: m.offsets, edges, ..inst };
+                (split, cut_parts) = (Some(m.split), Some(m.parts));
+                (spec, inst)
+            }
+            Err(why) => {
+                let longest = inst.offsets.windows(2).map(|w| u64::from(w[1] - w[0]) + 1).max().unwrap_or(0);
+                let total = inst.offsets.last().map_or(0, |&l| u64::from(l)) + spec.bags();
+                if longest > total / u64::from(target.cores) {
+                    unsplit = Some(why);
+                }
+                (spec.clone(), inst)
+            }
+        }
+    } else {
+        (spec.clone(), inst)
+    };
+    let spec = &spec;
     // Each core's destinations (bags) and the range of the root loop it runs: the bags
     // themselves, or for message passing its edges, grouped core by core.
-    let parts = target.partition.split(spec, &inst, &target);
+    let parts = cut_parts.unwrap_or_else(|| target.partition.split(spec, &inst, &target));
     let (loop_fn, placed, loop_ranges) = match (&inst.edges, spec.op) {
         (Some(edges), crate::workload::Op::GnnScatter) => {
             let (ordered, ranges) = edges_by_core(edges, &parts);
@@ -302,7 +342,16 @@ pub fn compile_with_stages(
         let output_elems = (bags.end - bags.start) * spec.out_width();
         jobs.push(CoreJob { bags, au, core, output_base, output_elems, scratch });
     }
-    Ok(CompiledWorkload { spec: spec.clone(), instance: inst, layout, regions, jobs, chunked_rows })
+    Ok(CompiledWorkload {
+        spec: spec.clone(),
+        instance: inst,
+        layout,
+        regions,
+        jobs,
+        chunked_rows,
+        split,
+        unsplit,
+    })
 }
 
 /// `edges` grouped by the core owning their destination (`parts`: each core's destinations),

@@ -11,7 +11,8 @@
 //! lowers the operation to the loop level of the IR ([`ir`]: one generic op form, printed and
 //! parsed the same way at every level, with a verifier per level). [`codegen`] places the data
 //! in the simulated address space ([`layout`]), partitions the bags across cores by cost (or
-//! maps tables to cores by their estimated cost, [`mapping`]), and
+//! maps tables to cores by their estimated cost, [`mapping`], or cuts long bags across cores,
+//! [`split`]), and
 //! runs the passes ([`passes`], switchable by name and grouped as `-O0`..`-O3` after Ember's
 //! emb-opt0..3: decouple to SLC, vectorize, bufferize, simplify-mem, align-queues, with `hoist`
 //! beyond Ember, then SLC to DLC); [`target`] maps DLC onto the access unit and the core's dispatch loop, or the loop
@@ -33,6 +34,7 @@ pub mod kg_dict;
 pub mod layout;
 pub mod mapping;
 pub mod passes;
+pub mod split;
 pub mod target;
 pub mod trace;
 pub mod tt;

@@ -403,3 +403,61 @@ fn hoist_sends_a_triples_rows_once_with_the_begin_event() {
         assert_eq!(c.layout.scratch.is_some(), hoisted);
     }
 }
+
+/// `partition = "split"`: a one-table workload whose middle bag holds most lookups is cut
+/// across the cores, each core's pieces cost its share (plus one), and the pieces' reference
+/// combined is the workload's; a three-table workload, or mean pooling, keeps whole bags and
+/// says why once a bag is longer than a core's share.
+#[test]
+fn split_cuts_a_long_bag_and_falls_back_where_it_cannot() {
+    let one = WorkloadSpec { tables: 1, batch: 6, ..spec() };
+    let sizes = [2u32, 3, 90, 1, 2, 2];
+    let mut offsets = vec![0u32];
+    for s in sizes {
+        offsets.push(offsets.last().unwrap() + s);
+    }
+    let indices: Vec<u32> = (0..offsets[6]).map(|k| k * 7 % 100).collect();
+    let inst = EmbeddingBagInstance { offsets, indices, weights: None, kg: None, edges: None, table_seed: 5 };
+    let info = TargetInfo {
+        target: Target::Decoupled,
+        cores: 4,
+        vector_lanes: 16,
+        au_lanes: 8,
+        au_storage_per_lane: 0,
+        passes: Passes::default(),
+        partition: Partition::Split,
+    };
+    let c = compile(&one, inst.clone(), info).unwrap();
+    let split = c.split.as_ref().expect("cut");
+    assert_eq!((split.bags(), split.cut_bags()), (6, 1));
+    // 100 lookups and 6 bag ends: 26 or 27 steps a core, where whole bags leave one core 90 lookups
+    // or more.
+    let pieces: Vec<u64> = c.jobs.iter().map(|j| j.bags.end - j.bags.start).collect();
+    assert_eq!(pieces.iter().sum::<u64>(), split.pieces());
+    let lookups: Vec<u32> = c
+        .jobs
+        .iter()
+        .map(|j| c.instance.offsets[j.bags.end as usize] - c.instance.offsets[j.bags.start as usize])
+        .collect();
+    assert!(lookups.iter().all(|&n| (23..=27).contains(&n)), "{lookups:?}");
+    assert_eq!(c.spec.bags(), split.pieces());
+    assert_eq!(split.combine(&c.instance.reference(&c.spec), 20), inst.reference(&one));
+    assert_eq!(c.unsplit, None);
+
+    let whole = compile(&one, inst.clone(), TargetInfo { partition: Partition::Cost, ..info }).unwrap();
+    assert!(whole.split.is_none());
+    let most = whole
+        .jobs
+        .iter()
+        .map(|j| inst.offsets[j.bags.end as usize] - inst.offsets[j.bags.start as usize])
+        .max();
+    assert!(most >= Some(90), "{most:?}");
+
+    let mean = WorkloadSpec { pooling: Pooling::Mean, ..one.clone() };
+    let c = compile(&mean, inst.clone(), info).unwrap();
+    assert!(c.split.is_none());
+    assert!(c.unsplit.expect("a reason").starts_with("mean pooling"));
+    // Short bags: nothing worth saying.
+    let even = EmbeddingBagInstance { offsets: vec![0, 2, 4, 6, 8, 10, 12], indices: vec![1; 12], ..inst };
+    assert_eq!(compile(&mean, even, info).unwrap().unsplit, None);
+}

@@ -250,7 +250,7 @@ pub struct CompilerSection {
     /// `<dir>/<family>.{au,core}` of its op family (`compiler::hand::family`); see
     /// `programs/README.md`.
     pub programs: Option<String>,
-    /// How bags are spread over the cores: `"cost"` (default) or `"tables"`.
+    /// How bags are spread over the cores: `"cost"` (default), `"tables"` or `"split"`.
     #[serde(default)]
     pub partition: PartitionSetting,
 }
@@ -266,6 +266,9 @@ pub enum PartitionSetting {
     /// Tables mapped to cores in proportion to their estimated cost, from this system's cache
     /// sizes and latencies (`compiler::mapping`).
     Tables,
+    /// Ranges of equal lookups plus bags that may cut a bag (merge-path), its pieces' partial
+    /// rows combined as the shared cache's atomics would (`compiler::split`).
+    Split,
 }
 
 /// `[system.core]`
