@@ -676,7 +676,8 @@ pub fn run(
         None => got.to_bits() == want.to_bits(),
     };
     // Bags cut across cores: each piece's partial row is checked against the pieces' own
-    // reference (the same fold, over the piece's lookups), then the pieces are combined.
+    // reference (the same fold, over the piece's lookups); the pieces are combined below.
+    let workload_reference = reference;
     let piece_reference = w.split.as_ref().map(|_| w.instance.reference(&w.spec));
     let reference = piece_reference.as_deref().unwrap_or(reference);
     let mut verified = Ok(());
@@ -701,8 +702,29 @@ pub fn run(
         }
     }
 
-    if let Some(split) = &w.split {
+    if let (Some(split), Some(pieces)) = (&w.split, &piece_reference) {
+        // The pieces' reference, combined, must be the workload's (within the rounding of the
+        // cut bags' reordered sums), and the combined outputs exactly that.
+        let expect = split.combine(pieces, dim);
+        let magnitudes = split.combine(&w.instance.magnitudes(&w.spec), dim);
+        let mismatch = split
+            .first_mismatch(&expect, workload_reference, &magnitudes, &w.instance.offsets, dim)
+            .map(|k| (k, expect.get(k).copied(), "the pieces' reference combined"));
         outputs = split.combine(&outputs, dim);
+        let mismatch = mismatch.or_else(|| {
+            (0..outputs.len().max(expect.len()))
+                .find(|&k| outputs.get(k).map(|v| v.to_bits()) != expect.get(k).map(|v| v.to_bits()))
+                .map(|k| (k, outputs.get(k).copied(), "combined"))
+        });
+        if let (Ok(()), Some((k, got, what))) = (&verified, mismatch) {
+            let want = workload_reference.get(k).copied().unwrap_or(f32::NAN);
+            verified = Err(format!(
+                "bags cut across cores: {what} out[{}][{}] = {}, reference {want}",
+                k / dim.max(1),
+                k % dim.max(1),
+                got.unwrap_or(f32::NAN)
+            ));
+        }
     }
 
     let stats: &Stats = e.stats();

@@ -241,9 +241,22 @@ pub fn compile_with_stages(
     // Merge-path partitioning: the pieces of cut bags are compiled as bags of their own.
     let (mut split, mut unsplit, mut cut_parts) = (None, None, None);
     let (spec, inst) = if target.partition == Partition::Split {
+        // Piece numbers are u32, as bag numbers are: at most `cores - 1` pieces more.
+        if inst.offsets.len() as u64 + u64::from(target.cores) > u64::from(u32::MAX) {
+            return Err(CompileError::Target(format!("{} bags are too many to cut", inst.offsets.len() - 1)));
+        }
         match crate::split::cut_allowed(spec) {
             Ok(()) => {
                 let m = crate::split::merge_path(&inst.offsets, target.cores, spec.pooling);
+                if m.split.cut_bags() == 0 {
+                    // Nothing cut: the default partition's ranges, and the bags as they are.
+                    return compile_with_stages(
+                        spec,
+                        inst,
+                        TargetInfo { partition: Partition::Cost, ..target },
+                        stages,
+                    );
+                }
                 let pieces = u32::try_from(m.split.pieces())
                     .map_err(|_| CompileError::Target(format!("{} pieces of bags", m.split.pieces())))?;
                 let spec = WorkloadSpec { batch: pieces, ..spec.clone() };

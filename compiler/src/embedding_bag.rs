@@ -276,6 +276,21 @@ impl EmbeddingBagInstance {
         if let Some(tt) = &spec.tt {
             return crate::tt::reference(self, spec, tt).0;
         }
+        self.fold(spec, false)
+    }
+
+    /// Per output element, the sum of the magnitudes of the terms [`Self::reference`] folds
+    /// (`|w * x|` over the bag's lookups, padding left out), for error bounds of sums taken in
+    /// another order (bags cut across cores, [`crate::split`]). Embedding bags and GNN
+    /// aggregation only (the ops [`Self::reference`] folds itself).
+    pub fn magnitudes(&self, spec: &WorkloadSpec) -> Vec<f32> {
+        let spec = WorkloadSpec { pooling: Pooling::Sum, ..spec.clone() };
+        self.fold(&spec, true)
+    }
+
+    /// The fold of [`Self::reference`] for embedding bags, of each term or (`magnitude`) of its
+    /// absolute value.
+    fn fold(&self, spec: &WorkloadSpec, magnitude: bool) -> Vec<f32> {
         let dim = spec.dim as usize;
         let mut out = vec![0.0f32; spec.bags() as usize * dim];
         let mut keys: Vec<u64> = Vec::new();
@@ -305,6 +320,7 @@ impl EmbeddingBagInstance {
                     // The stored value as the loads read it (an int8 one dequantized).
                     let x = format_value(format, key, params_key, row);
                     let x = w.map_or(x, |w| w * x);
+                    let x = if magnitude { x.abs() } else { x };
                     *a = if spec.pooling == Pooling::Max { a.max(x) } else { *a + x };
                 }
             }

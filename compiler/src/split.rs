@@ -162,7 +162,8 @@ impl SplitBags {
     /// Message passing's edges `(source, destination)`, each destination replaced by the piece
     /// its edge falls in. A destination's `n`-th edge in the list is lookup `n` of its bag (the
     /// CSR keeps the list's order), so it goes to the piece holding the bag's lookup `n`;
-    /// `piece_offsets` are the pieces' CSR offsets. Edges into no bag keep their destination.
+    /// `piece_offsets` are the pieces' CSR offsets. An edge into no bag (`d` at or past the
+    /// bags) keeps its distance past the end: it goes to `pieces + d - bags`.
     pub fn edges_to_pieces(&self, piece_offsets: &[u32], edges: &[(u32, u32)]) -> Vec<(u32, u32)> {
         let mut seen = vec![0u32; self.bags() as usize];
         edges
@@ -171,7 +172,8 @@ impl SplitBags {
                 let (Some(n), Some(w)) =
                     (seen.get_mut(d as usize), self.first_piece.get(d as usize..d as usize + 2))
                 else {
-                    return (s, d);
+                    let past = (u64::from(d) + self.pieces()).saturating_sub(self.bags());
+                    return (s, u32::try_from(past).unwrap_or(u32::MAX));
                 };
                 let at = piece_offsets[w[0] as usize] + *n;
                 *n += 1;
@@ -183,6 +185,39 @@ impl SplitBags {
                 (s, p)
             })
             .collect()
+    }
+
+    /// The first element (index into `combined`) at which the bags' rows folded from the
+    /// pieces' reference (`combined`, by [`SplitBags::combine`]) are not the workload's
+    /// `reference`: they must be equal bit for bit in a bag that was not cut or that pools by
+    /// maximum, and within the bound of a sum taken in another order, `2 n u sum |terms|`
+    /// (`n` the bag's lookups, `u` 2^-24, `magnitudes` the pieces' sums of `|terms|`, combined),
+    /// in a cut bag that sums. `piece_offsets`: the pieces' CSR offsets.
+    pub fn first_mismatch(
+        &self,
+        combined: &[f32],
+        reference: &[f32],
+        magnitudes: &[f32],
+        piece_offsets: &[u32],
+        dim: usize,
+    ) -> Option<usize> {
+        if combined.len() != reference.len() || magnitudes.len() != reference.len() {
+            return Some(combined.len().min(reference.len()));
+        }
+        let dim = dim.max(1);
+        (0..combined.len()).find(|&k| {
+            let g = k / dim;
+            let (a, b) = (self.first_piece[g] as usize, self.first_piece[g + 1] as usize);
+            let (got, want) = (combined[k], reference[k]);
+            if b <= a + 1 || self.pooling == Pooling::Max {
+                return got.to_bits() != want.to_bits();
+            }
+            let n = f64::from(piece_offsets[b] - piece_offsets[a]);
+            let bound = 2.0 * n * f64::from(magnitudes[k]) / f64::from(1u32 << 24);
+            // A NaN difference is not within.
+            let within = f64::from(got - want).abs() <= bound;
+            !within
+        })
     }
 
     /// The bags' rows from the pieces' (`pieces x dim`, row-major): each bag's partial rows
@@ -295,6 +330,34 @@ mod tests {
     }
 
     #[test]
+    fn a_combined_row_must_be_the_reference_within_the_rounding_of_its_cut() {
+        // Bag 0 cut into two pieces of 2 lookups each; bag 1 whole (one piece of 1).
+        let split = SplitBags { first_piece: vec![0, 2, 3], pooling: Pooling::Sum };
+        let offsets = [0, 2, 4, 5];
+        let reference = [1.0f32, 2.0];
+        let magnitudes = [4.0f32, 2.0];
+        // 2 n u sum|terms| = 2 * 4 * 4 / 2^24 for the cut bag's element.
+        let bound = 32.0 / (1u32 << 24) as f32;
+        assert_eq!(split.first_mismatch(&[1.0, 2.0], &reference, &magnitudes, &offsets, 1), None);
+        assert_eq!(
+            split.first_mismatch(&[1.0 + bound * 0.9, 2.0], &reference, &magnitudes, &offsets, 1),
+            None
+        );
+        assert_eq!(
+            split.first_mismatch(&[1.0 + bound * 2.0, 2.0], &reference, &magnitudes, &offsets, 1),
+            Some(0)
+        );
+        assert_eq!(split.first_mismatch(&[f32::NAN, 2.0], &reference, &magnitudes, &offsets, 1), Some(0));
+        // The whole bag must be equal bit for bit, as must a cut bag's maximum.
+        let off = f32::from_bits(2.0f32.to_bits() + 1);
+        assert_eq!(split.first_mismatch(&[1.0, off], &reference, &magnitudes, &offsets, 1), Some(1));
+        let max = SplitBags { pooling: Pooling::Max, ..split.clone() };
+        let near = f32::from_bits(1.0f32.to_bits() + 1);
+        assert_eq!(max.first_mismatch(&[near, 2.0], &reference, &magnitudes, &offsets, 1), Some(0));
+        assert_eq!(split.first_mismatch(&[1.0], &reference, &magnitudes, &offsets, 1), Some(1));
+    }
+
+    #[test]
     fn partial_rows_combine_in_piece_order() {
         let split = SplitBags { first_piece: vec![0, 2, 3], pooling: Pooling::Sum };
         let rows = [1.0, 2.0, 10.0, 20.0, 5.0, 6.0];
@@ -318,7 +381,9 @@ mod tests {
             assert_eq!(pieces[2..102].iter().filter(|&&x| x == p).count(), n);
         }
         assert!(pieces[2..102].windows(2).all(|w| w[0] <= w[1]));
-        assert_eq!(&pieces[102..], &[5, 6, 5, 6, 9]);
+        // Bags 2 and 3 are pieces 5 and 6; an edge into vertex 9, past the 4 bags, keeps its
+        // distance past the last piece.
+        assert_eq!(&pieces[102..], &[5, 6, 5, 6, 12]);
         assert!(placed.iter().zip(&edges).all(|(a, b)| a.0 == b.0));
     }
 }
