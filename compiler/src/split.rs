@@ -15,8 +15,8 @@
 //! partial row; [`SplitBags::combine`] folds a bag's partial rows in piece order, as far
 //! atomic adds (or maxima) at the shared cache would (GPUs' L2 atomics, which the GPU model
 //! charges the same way: as each piece's store). The model times the stores, not the atomic
-//! operations: at most `cores - 1` bags are cut, so at most that many partial rows are
-//! combined.
+//! operations: there are at most `cores - 1` cut points, so at most that many partial rows
+//! beyond one per bag.
 //!
 //! Only pooling that partial results combine exactly is cut: sums (weighted or not) and maxima
 //! without a padding index, over one table (a piece keeps its bag's table only when there is
@@ -207,7 +207,10 @@ impl SplitBags {
         let dim = dim.max(1);
         (0..combined.len()).find(|&k| {
             let g = k / dim;
-            let (a, b) = (self.first_piece[g] as usize, self.first_piece[g + 1] as usize);
+            let (Some(&a), Some(&b)) = (self.first_piece.get(g), self.first_piece.get(g + 1)) else {
+                return true;
+            };
+            let (a, b) = (a as usize, b as usize);
             let (got, want) = (combined[k], reference[k]);
             if b <= a + 1 || self.pooling == Pooling::Max {
                 return got.to_bits() != want.to_bits();
