@@ -277,6 +277,7 @@ fn every_shipped_experiment_config_loads() {
             "sweep-cores",
             "sweep-mlp",
             "sweep-noc",
+            "sweep-partition",
             "sweep-queue-depth",
         ]
     );
