@@ -239,44 +239,25 @@ pub fn compile_with_stages(
         });
     }
     // Merge-path partitioning: the pieces of cut bags are compiled as bags of their own.
-    let (mut split, mut unsplit, mut cut_parts) = (None, None, None);
-    let (spec, inst) = if target.partition == Partition::Split {
+    let mut unsplit = None;
+    let cut = if target.partition == Partition::Split {
         // Piece numbers are u32, as bag numbers are: at most `cores - 1` pieces more.
         if inst.offsets.len() as u64 + u64::from(target.cores) > u64::from(u32::MAX) {
             return Err(CompileError::Target(format!("{} bags are too many to cut", inst.offsets.len() - 1)));
         }
         match crate::split::cut_allowed(spec) {
-            Ok(()) => {
-                let m = crate::split::merge_path(&inst.offsets, target.cores, spec.pooling);
-                if m.split.cut_bags() == 0 {
-                    // Nothing cut: the default partition's ranges, and the bags as they are.
-                    return compile_with_stages(
-                        spec,
-                        inst,
-                        TargetInfo { partition: Partition::Cost, ..target },
-                        stages,
-                    );
-                }
-                let pieces = u32::try_from(m.split.pieces())
-                    .map_err(|_| CompileError::Target(format!("{} pieces of bags", m.split.pieces())))?;
-                let spec = WorkloadSpec { batch: pieces, ..spec.clone() };
-                // Message passing: each edge scatters into its piece's partial row.
-                let edges = inst.edges.as_ref().map(|e| m.split.edges_to_pieces(&m.offsets, e));
-                let inst = EmbeddingBagInstance { offsets: m.offsets, edges, ..inst };
-                (split, cut_parts) = (Some(m.split), Some(m.parts));
-                (spec, inst)
-            }
+            Ok(()) => crate::split::cut(spec, &inst, target.cores),
             Err(why) => {
-                let longest = inst.offsets.windows(2).map(|w| u64::from(w[1] - w[0]) + 1).max().unwrap_or(0);
-                let total = inst.offsets.last().map_or(0, |&l| u64::from(l)) + spec.bags();
-                if longest > total / u64::from(target.cores) {
-                    unsplit = Some(why);
-                }
-                (spec.clone(), inst)
+                unsplit = crate::split::has_long_bag(&inst.offsets, target.cores).then_some(why);
+                None
             }
         }
     } else {
-        (spec.clone(), inst)
+        None
+    };
+    let (spec, inst, split, cut_parts) = match cut {
+        Some(c) => (c.spec, c.instance, Some(c.split), Some(c.parts)),
+        None => (spec.clone(), inst, None, None),
     };
     let spec = &spec;
     // Each core's destinations (bags) and the range of the root loop it runs: the bags

@@ -22,8 +22,52 @@
 //! without a padding index, over one table (a piece keeps its bag's table only when there is
 //! one). Other workloads keep whole bags ([`cut_allowed`] says why).
 
+use crate::embedding_bag::EmbeddingBagInstance;
 use crate::workload::{Op, Pooling, WorkloadSpec};
 use std::ops::Range;
+
+/// A workload's bags cut for its cores: the pieces as a workload of their own, how they make up
+/// the bags, and each core's range of pieces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    /// The workload with a bag per piece (`batch` the piece count).
+    pub spec: WorkloadSpec,
+    /// The instance with the cut points in its offsets (message passing: its edges' destinations
+    /// are pieces, [`SplitBags::edges_to_pieces`]).
+    pub instance: EmbeddingBagInstance,
+    /// How the pieces make up the bags.
+    pub split: SplitBags,
+    /// Each core's contiguous range of pieces.
+    pub parts: Vec<Range<u64>>,
+}
+
+/// `inst`'s bags cut for `cores` cores ([`merge_path`]) as a workload of pieces, or `None` when
+/// no bag needs cutting (the default partition's ranges then stand). The caller has checked
+/// [`cut_allowed`], and that `bags + cores` fits a `u32` (pieces are numbered as bags are).
+pub fn cut(spec: &WorkloadSpec, inst: &EmbeddingBagInstance, cores: u32) -> Option<Cut> {
+    let m = merge_path(&inst.offsets, cores, spec.pooling);
+    if m.split.cut_bags() == 0 {
+        return None;
+    }
+    let batch = u32::try_from(m.split.pieces()).ok()?;
+    let edges = inst.edges.as_ref().map(|e| m.split.edges_to_pieces(&m.offsets, e));
+    Some(Cut {
+        spec: WorkloadSpec { batch, ..spec.clone() },
+        instance: EmbeddingBagInstance { offsets: m.offsets, edges, ..inst.clone() },
+        split: m.split,
+        parts: m.parts,
+    })
+}
+
+/// Whether `offsets` (CSR, `bags + 1` entries) has a bag that costs more than a core's share
+/// of `cores` (a lookup and a bag's end costing one each): when such bags cannot be cut, the
+/// run says why.
+pub fn has_long_bag(offsets: &[u32], cores: u32) -> bool {
+    let bags = offsets.len().saturating_sub(1) as u64;
+    let longest = offsets.windows(2).map(|w| u64::from(w[1] - w[0]) + 1).max().unwrap_or(0);
+    let total = offsets.last().map_or(0, |&l| u64::from(l)) + bags;
+    longest > total / u64::from(cores.max(1))
+}
 
 /// How the pieces of a split instance make up its bags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,17 +236,25 @@ impl SplitBags {
     /// `reference`: they must be equal bit for bit in a bag that was not cut or that pools by
     /// maximum, and within the bound of a sum taken in another order, `2 n u sum |terms|`
     /// (`n` the bag's lookups, `u` 2^-24, `magnitudes` the pieces' sums of `|terms|`, combined),
-    /// in a cut bag that sums. `piece_offsets`: the pieces' CSR offsets.
+    /// in a cut bag that sums. `magnitudes` is called only if some element differs (once).
+    /// `piece_offsets`: the pieces' CSR offsets.
     pub fn first_mismatch(
         &self,
         combined: &[f32],
         reference: &[f32],
-        magnitudes: &[f32],
+        magnitudes: impl FnOnce() -> Vec<f32>,
         piece_offsets: &[u32],
         dim: usize,
     ) -> Option<usize> {
-        if combined.len() != reference.len() || magnitudes.len() != reference.len() {
+        if combined.len() != reference.len() {
             return Some(combined.len().min(reference.len()));
+        }
+        if combined.iter().zip(reference).all(|(a, b)| a.to_bits() == b.to_bits()) {
+            return None;
+        }
+        let magnitudes = magnitudes();
+        if magnitudes.len() != reference.len() {
+            return Some(magnitudes.len().min(reference.len()));
         }
         let dim = dim.max(1);
         (0..combined.len()).find(|&k| {
@@ -341,23 +393,32 @@ mod tests {
         let magnitudes = [4.0f32, 2.0];
         // 2 n u sum|terms| = 2 * 4 * 4 / 2^24 for the cut bag's element.
         let bound = 32.0 / (1u32 << 24) as f32;
-        assert_eq!(split.first_mismatch(&[1.0, 2.0], &reference, &magnitudes, &offsets, 1), None);
+        assert_eq!(split.first_mismatch(&[1.0, 2.0], &reference, || magnitudes.to_vec(), &offsets, 1), None);
         assert_eq!(
-            split.first_mismatch(&[1.0 + bound * 0.9, 2.0], &reference, &magnitudes, &offsets, 1),
+            split.first_mismatch(&[1.0 + bound * 0.9, 2.0], &reference, || magnitudes.to_vec(), &offsets, 1),
             None
         );
         assert_eq!(
-            split.first_mismatch(&[1.0 + bound * 2.0, 2.0], &reference, &magnitudes, &offsets, 1),
+            split.first_mismatch(&[1.0 + bound * 2.0, 2.0], &reference, || magnitudes.to_vec(), &offsets, 1),
             Some(0)
         );
-        assert_eq!(split.first_mismatch(&[f32::NAN, 2.0], &reference, &magnitudes, &offsets, 1), Some(0));
+        assert_eq!(
+            split.first_mismatch(&[f32::NAN, 2.0], &reference, || magnitudes.to_vec(), &offsets, 1),
+            Some(0)
+        );
         // The whole bag must be equal bit for bit, as must a cut bag's maximum.
         let off = f32::from_bits(2.0f32.to_bits() + 1);
-        assert_eq!(split.first_mismatch(&[1.0, off], &reference, &magnitudes, &offsets, 1), Some(1));
+        assert_eq!(
+            split.first_mismatch(&[1.0, off], &reference, || magnitudes.to_vec(), &offsets, 1),
+            Some(1)
+        );
         let max = SplitBags { pooling: Pooling::Max, ..split.clone() };
         let near = f32::from_bits(1.0f32.to_bits() + 1);
-        assert_eq!(max.first_mismatch(&[near, 2.0], &reference, &magnitudes, &offsets, 1), Some(0));
-        assert_eq!(split.first_mismatch(&[1.0], &reference, &magnitudes, &offsets, 1), Some(1));
+        assert_eq!(
+            max.first_mismatch(&[near, 2.0], &reference, || magnitudes.to_vec(), &offsets, 1),
+            Some(0)
+        );
+        assert_eq!(split.first_mismatch(&[1.0], &reference, || magnitudes.to_vec(), &offsets, 1), Some(1));
     }
 
     #[test]

@@ -324,6 +324,13 @@ struct XbarStats {
     link_wait_cycles: CounterId,
 }
 
+/// Bytes of payload a message carries over a port or link: a request carries a write's data, a
+/// response a read's.
+#[inline]
+fn payload(request: bool, write: bool, bytes: u32) -> u64 {
+    if write == request { u64::from(bytes) } else { 0 }
+}
+
 /// An address-interleaved crossbar or mesh (see the module docs for its contract).
 pub struct Crossbar<M> {
     name: String,
@@ -544,17 +551,19 @@ impl<M> Crossbar<M> {
     /// now (`stats` counts its waits for mesh links).
     #[inline]
     fn travel(&mut self, now: Tick, up: usize, bank: usize, slot: u32, to_bank: bool, stats: &mut Stats) {
-        if self.mesh.is_some() {
-            return self.travel_mesh(now, up, bank, slot, to_bank, stats);
-        }
         let pair = up * self.down.len() + bank;
-        let due = self.due(now, self.latency[pair]);
+        let due = if self.mesh.is_some() {
+            self.mesh_due(now, up, bank, slot, to_bank, stats)
+        } else {
+            self.due(now, self.latency[pair])
+        };
         self.flight.push(pair, due, slot, to_bank);
     }
 
-    /// [`Crossbar::travel`] over a mesh's shared links.
+    /// When `slot`'s message, entering now, reaches its far port over a mesh's shared links
+    /// (the due tick of [`Crossbar::travel`]).
     #[inline(never)]
-    fn travel_mesh(
+    fn mesh_due(
         &mut self,
         now: Tick,
         up: usize,
@@ -562,18 +571,16 @@ impl<M> Crossbar<M> {
         slot: u32,
         to_bank: bool,
         stats: &mut Stats,
-    ) {
-        // Requests carry a write's data, responses a read's.
+    ) -> Tick {
         let m = &self.slots[slot as usize].msg;
-        let flits = self.flits(if m.write == to_bank { u64::from(m.bytes) } else { 0 });
+        let flits = self.flits(payload(to_bank, m.write, m.bytes));
         let cycle = self.cycles.cycle_of(now);
         let (at, waited) =
             self.mesh.as_mut().map_or((cycle, 0), |mesh| mesh.traverse(up, bank, to_bank, flits, cycle));
-        let due = self.cycles.edge(at);
-        self.flight.push(up * self.down.len() + bank, due, slot, to_bank);
         if waited > 0 {
             stats.add(self.stats.link_wait_cycles, waited);
         }
+        self.cycles.edge(at)
     }
 
     /// Cycles of a port or link that a message of `data` bytes of payload takes: whole cycles
@@ -733,7 +740,7 @@ where
                 let Some(msg) = ctx.recv(self.down[b].inp) else { break };
                 let Ok(resp) = Carries::<MemResponse>::unwrap_as(msg) else { continue };
                 if self.paced() {
-                    self.occupy(DOWN_IN, b, now, if resp.write { 0 } else { u64::from(resp.bytes) });
+                    self.occupy(DOWN_IN, b, now, payload(false, resp.write, resp.bytes));
                 }
                 let i = (resp.id & 0xffff_ffff) as usize;
                 let ok = self.slots.get(i).is_some_and(|s| {
@@ -818,8 +825,7 @@ where
                 d.queued -= 1;
                 if paced {
                     let m = &self.slots[slot as usize].msg;
-                    let data = if m.write { u64::from(m.bytes) } else { 0 };
-                    self.occupy(DOWN_OUT, b, now, data);
+                    self.occupy(DOWN_OUT, b, now, payload(true, m.write, m.bytes));
                 }
             }
             let d = &self.down[b];
@@ -845,7 +851,7 @@ where
                 }
                 p.staged.pop_front();
                 s.active = false;
-                let (write, bytes) = (s.msg.write, u64::from(s.msg.bytes));
+                let (write, bytes) = (s.msg.write, s.msg.bytes);
                 self.free.push(slot);
                 ctx.stats().inc(self.stats.responses);
                 if write {
@@ -853,7 +859,7 @@ where
                 }
                 ctx.progress();
                 if paced {
-                    self.occupy(UP_OUT, u, now, if write { 0 } else { bytes });
+                    self.occupy(UP_OUT, u, now, payload(false, write, bytes));
                 }
             }
         }
@@ -899,7 +905,7 @@ where
                         Some(msg) => match Carries::<MemRequest>::unwrap_as(msg) {
                             Ok(r) => {
                                 if self.paced() {
-                                    self.occupy(UP_IN, u, now, if r.write { u64::from(r.bytes) } else { 0 });
+                                    self.occupy(UP_IN, u, now, payload(true, r.write, r.bytes));
                                 }
                                 (r, false)
                             }
